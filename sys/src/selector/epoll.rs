@@ -1,0 +1,278 @@
+//! The epoll backend (Linux): O(1) per interest change, O(ready) per wait.
+//!
+//! Sits under the `Selector` trait (`selector/mod.rs`); asyncio's `EpollSelector`, libev's
+//! `ev_epoll.c`, Redis's `ae_epoll.c`. Read `poll.rs` next for the contrast: there the whole
+//! interest set goes to the kernel on every call; here the kernel keeps it.
+//!
+//! Quirks handled here (EDGE_CASES numbers in brackets):
+//! - Millisecond timeouts, rounded up by `timeout::to_millis` [3]; `maxevents >= 1` even with
+//!   nothing registered [5]; a full event buffer is fine, the kernel round-robins [6].
+//! - `EPOLLERR`/`EPOLLHUP` are always reported, even unasked [23]; we never register an empty
+//!   interest (unregister instead), so a "paused" fd cannot spin [24].
+//! - epoll watches the *open file description*, not the number [9]: if a registered fd is
+//!   closed while a `dup` of it lives, the registration survives and reports events for a
+//!   number that is closed or reused, and `EPOLL_CTL_DEL` on that number fails (EBADF). So the
+//!   event data carries `(generation << 32) | fd`, and an event whose generation is not the
+//!   current one for its fd is stale [10]: it is dropped, and the epoll instance is rebuilt
+//!   (a new epoll fd with every live registration copied over), which is the only way to get
+//!   rid of a registration that can no longer be named. Rare, O(registered), and counted in
+//!   [`EpollSelector::rebuilds`].
+//! - `EPOLL_CTL_DEL` with `EBADF`/`ENOENT`/`EPERM` is harmless [18, 19]; `reregister` uses
+//!   `EPOLL_CTL_ADD` and reads `EEXIST` as "same file, still registered" [18].
+//! - A regular file or directory gives `EPERM` [16]; the error message says why.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use super::{
+    check_known, check_register, error, Backend, Event, Events, FdMap, Interest, Op, Selector,
+};
+use crate::cvt::{cvt, cvt_wait};
+use crate::timeout::to_millis;
+
+/// The epoll selector. See the module docs for the quirks it handles.
+#[derive(Debug)]
+pub struct EpollSelector {
+    epfd: OwnedFd,
+    /// What we registered: interest and the generation stored in the kernel's event data.
+    registered: FdMap<(Interest, u32)>,
+    /// The raw buffer `epoll_wait` fills; sized to the `Events` capacity.
+    raw: Vec<libc::epoll_event>,
+    next_generation: u32,
+    rebuilds: u64,
+}
+
+impl EpollSelector {
+    /// Creates an epoll instance (`epoll_create1(EPOLL_CLOEXEC)`).
+    ///
+    /// # Errors
+    /// `EMFILE`/`ENFILE` when out of fds.
+    pub fn new() -> io::Result<EpollSelector> {
+        Ok(EpollSelector {
+            epfd: new_epoll()?,
+            registered: FdMap::default(),
+            raw: Vec::new(),
+            next_generation: 1,
+            rebuilds: 0,
+        })
+    }
+
+    /// How many times a stale registration forced the epoll instance to be rebuilt.
+    pub fn rebuilds(&self) -> u64 {
+        self.rebuilds
+    }
+
+    fn ctl(
+        &self,
+        op: libc::c_int,
+        fd: RawFd,
+        interest: Interest,
+        generation: u32,
+    ) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: flags(interest),
+            u64: (u64::from(generation) << 32) | u64::from(fd as u32),
+        };
+        // SAFETY: `ev` is a valid epoll_event for the duration of the call (the kernel copies
+        // it); `epfd` is our open epoll fd; an invalid `fd` only produces an error.
+        cvt(unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), op, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    fn generation(&mut self) -> u32 {
+        let g = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1).max(1);
+        g
+    }
+
+    /// Replaces the epoll instance with a fresh one holding only our live registrations.
+    fn rebuild(&mut self) -> io::Result<()> {
+        self.epfd = new_epoll()?;
+        self.rebuilds += 1;
+        let live: Vec<(RawFd, Interest, u32)> = self
+            .registered
+            .iter()
+            .map(|(fd, &(i, g))| (fd, i, g))
+            .collect();
+        for (fd, interest, generation) in live {
+            if self
+                .ctl(libc::EPOLL_CTL_ADD, fd, interest, generation)
+                .is_err()
+            {
+                // The fd was closed behind our back: the kernel would have forgotten it too.
+                // Keep our record so that unregister still succeeds.
+            }
+        }
+        Ok(())
+    }
+}
+
+fn new_epoll() -> io::Result<OwnedFd> {
+    // SAFETY: epoll_create1 takes a flag and touches no memory.
+    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: `fd` was just created by epoll_create1 and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn flags(interest: Interest) -> u32 {
+    let mut f = 0;
+    if interest.is_readable() {
+        f |= libc::EPOLLIN | libc::EPOLLPRI;
+    }
+    if interest.is_writable() {
+        f |= libc::EPOLLOUT;
+    }
+    f as u32
+}
+
+impl Selector for EpollSelector {
+    fn register(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        check_register(Backend::Epoll, fd, interest, self.registered.contains(fd))?;
+        let generation = self.generation();
+        self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation)
+            .map_err(|e| error(Backend::Epoll, Op::Register, fd, e))?;
+        self.registered.insert(fd, (interest, generation));
+        Ok(())
+    }
+
+    fn modify(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        let known = self.registered.get(fd).copied();
+        check_known(
+            Backend::Epoll,
+            Op::Modify,
+            fd,
+            Some(interest),
+            known.is_some(),
+        )?;
+        let (_, generation) = known.unwrap_or_default();
+        self.ctl(libc::EPOLL_CTL_MOD, fd, interest, generation)
+            .map_err(|e| error(Backend::Epoll, Op::Modify, fd, e))?;
+        self.registered.insert(fd, (interest, generation));
+        Ok(())
+    }
+
+    fn unregister(&mut self, fd: RawFd) -> io::Result<()> {
+        check_known(
+            Backend::Epoll,
+            Op::Unregister,
+            fd,
+            None,
+            self.registered.contains(fd),
+        )?;
+        self.registered.remove(fd);
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: as in `ctl`; a non-null event pointer keeps pre-2.6.9 kernels happy.
+        let r = unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
+        match cvt(r) {
+            Ok(_) => Ok(()),
+            // Closed (EBADF), closed and reused by an unregistered file (ENOENT), or reused by
+            // a file epoll cannot watch (EPERM): the kernel holds nothing we can remove by
+            // number. If a dup keeps the old file registered, its next event is stale and
+            // triggers a rebuild.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EBADF | libc::ENOENT | libc::EPERM)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(error(Backend::Epoll, Op::Unregister, fd, e)),
+        }
+    }
+
+    fn reregister(&mut self, fd: RawFd, interest: Interest) -> io::Result<bool> {
+        let known = self.registered.get(fd).copied();
+        check_known(
+            Backend::Epoll,
+            Op::Register,
+            fd,
+            Some(interest),
+            known.is_some(),
+        )?;
+        let (old_interest, old_generation) = known.unwrap_or_default();
+        let generation = self.generation();
+        match self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation) {
+            Ok(()) => {
+                // The old registration was gone: the number names a new file.
+                self.registered.insert(fd, (interest, generation));
+                Ok(true)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                // Same file, still registered with the old generation.
+                if old_interest != interest {
+                    self.ctl(libc::EPOLL_CTL_MOD, fd, interest, old_generation)
+                        .map_err(|e| error(Backend::Epoll, Op::Modify, fd, e))?;
+                    self.registered.insert(fd, (interest, old_generation));
+                }
+                Ok(false)
+            }
+            Err(e) => {
+                self.registered.remove(fd);
+                Err(error(Backend::Epoll, Op::Register, fd, e))
+            }
+        }
+    }
+
+    fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
+        events.clear();
+        let cap = events.capacity();
+        if self.raw.len() != cap {
+            self.raw
+                .resize(cap, libc::epoll_event { events: 0, u64: 0 });
+        }
+        let max = cap.min(libc::c_int::MAX as usize) as libc::c_int;
+        // SAFETY: `raw` holds `cap >= 1` initialised epoll_events the kernel may overwrite;
+        // `max <= cap`, so the kernel writes inside the buffer.
+        let n = cvt_wait(unsafe {
+            libc::epoll_wait(
+                self.epfd.as_raw_fd(),
+                self.raw.as_mut_ptr(),
+                max,
+                to_millis(timeout),
+            )
+        })
+        .map_err(|e| error(Backend::Epoll, Op::Select, self.epfd.as_raw_fd(), e))?;
+        let mut stale = false;
+        for ev in &self.raw[..n] {
+            let data = ev.u64;
+            let fd = (data & 0xffff_ffff) as u32 as RawFd;
+            let generation = (data >> 32) as u32;
+            let Some(&(interest, current)) = self.registered.get(fd) else {
+                stale = true;
+                continue;
+            };
+            if current != generation {
+                stale = true;
+                continue;
+            }
+            let bits = ev.events as libc::c_int;
+            events.push(Event::masked(
+                fd,
+                interest,
+                bits & (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDHUP) != 0,
+                bits & libc::EPOLLOUT != 0,
+                bits & libc::EPOLLERR != 0,
+                bits & libc::EPOLLHUP != 0,
+            ));
+        }
+        if stale {
+            self.rebuild()
+                .map_err(|e| error(Backend::Epoll, Op::Select, self.epfd.as_raw_fd(), e))?;
+        }
+        Ok(())
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Epoll
+    }
+
+    fn len(&self) -> usize {
+        self.registered.len()
+    }
+
+    fn backend_fd(&self) -> Option<RawFd> {
+        Some(self.epfd.as_raw_fd())
+    }
+}

@@ -1,0 +1,191 @@
+//! The poll backend (POSIX `poll`): the whole interest set goes to the kernel on every call.
+//!
+//! Sits under the `Selector` trait; asyncio's `PollSelector`, libev's `ev_poll.c`. Cost: one
+//! O(1) array edit per interest change, O(watched) per wait (the kernel walks every pollfd,
+//! and so do we, until we have seen as many ready entries as `poll` said there were).
+//!
+//! Data: a dense `Vec<pollfd>` handed to `poll` as is, plus an fd -> index map, so removal is
+//! O(1): swap the last entry into the hole and fix its index.
+//!
+//! Quirks handled here (EDGE_CASES numbers in brackets):
+//! - Millisecond timeouts, rounded up by `timeout::to_millis` [3].
+//! - `poll` accepts any number and reports `POLLNVAL` for one that is not open, on *every*
+//!   call: a busy loop [8, 14]. So `register` checks the fd with one `fstat` (closed numbers
+//!   and regular files are refused as on epoll [16]), and a registered fd that is closed later
+//!   is reported once as an error event, then parked (its pollfd gets a negative fd, which
+//!   `poll` ignores) until it is unregistered.
+//! - `POLLHUP`/`POLLERR` are always reported [23]; they mark both sides, masked by interest.
+//! - `nfds > RLIMIT_NOFILE` gives `EINVAL` [7]: the error says so.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use super::{
+    check_known, check_pollable, check_register, Backend, Event, Events, FdMap, Interest, Op,
+    Selector,
+};
+use crate::cvt::cvt_wait;
+use crate::timeout::to_millis;
+
+/// The poll selector. See the module docs for its data layout and quirks.
+#[derive(Debug, Default)]
+pub struct PollSelector {
+    pollfds: Vec<libc::pollfd>,
+    /// fd -> (index in `pollfds`, interest).
+    index: FdMap<(usize, Interest)>,
+}
+
+impl PollSelector {
+    /// An empty poll selector (no syscall: poll has no kernel object).
+    pub fn new() -> PollSelector {
+        PollSelector::default()
+    }
+}
+
+fn flags(interest: Interest) -> libc::c_short {
+    let mut f = 0;
+    if interest.is_readable() {
+        f |= libc::POLLIN | libc::POLLPRI;
+    }
+    if interest.is_writable() {
+        f |= libc::POLLOUT;
+    }
+    f
+}
+
+/// A parked entry keeps its fd recoverable as `!fd` (negative, so `poll` skips it).
+fn real_fd(pfd: &libc::pollfd) -> RawFd {
+    if pfd.fd < 0 {
+        !pfd.fd
+    } else {
+        pfd.fd
+    }
+}
+
+impl Selector for PollSelector {
+    fn register(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        check_register(Backend::Poll, fd, interest, self.index.contains(fd))?;
+        check_pollable(Backend::Poll, fd)?;
+        self.index.insert(fd, (self.pollfds.len(), interest));
+        self.pollfds.push(libc::pollfd {
+            fd,
+            events: flags(interest),
+            revents: 0,
+        });
+        Ok(())
+    }
+
+    fn modify(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        let known = self.index.get(fd).copied();
+        check_known(
+            Backend::Poll,
+            Op::Modify,
+            fd,
+            Some(interest),
+            known.is_some(),
+        )?;
+        let (i, _) = known.unwrap_or_default();
+        self.pollfds[i].events = flags(interest);
+        self.index.insert(fd, (i, interest));
+        Ok(())
+    }
+
+    fn unregister(&mut self, fd: RawFd) -> io::Result<()> {
+        let known = self.index.remove(fd);
+        check_known(Backend::Poll, Op::Unregister, fd, None, known.is_some())?;
+        let (i, _) = known.unwrap_or_default();
+        self.pollfds.swap_remove(i);
+        if let Some(moved) = self.pollfds.get(i) {
+            let moved_fd = real_fd(moved);
+            if let Some(entry) = self.index.get_mut(moved_fd) {
+                entry.0 = i;
+            }
+        }
+        Ok(())
+    }
+
+    fn reregister(&mut self, fd: RawFd, interest: Interest) -> io::Result<bool> {
+        let known = self.index.get(fd).copied();
+        check_known(
+            Backend::Poll,
+            Op::Register,
+            fd,
+            Some(interest),
+            known.is_some(),
+        )?;
+        // No kernel state: the number is passed afresh on every call, so whatever file it names
+        // now is what gets watched. Un-park it in case it had been reported closed.
+        let (i, _) = known.unwrap_or_default();
+        self.pollfds[i].fd = fd;
+        self.pollfds[i].events = flags(interest);
+        self.index.insert(fd, (i, interest));
+        Ok(false)
+    }
+
+    fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
+        events.clear();
+        // SAFETY: `pollfds` is a valid array of `len` initialised pollfds the kernel reads and
+        // writes (`revents`) only inside its bounds.
+        let ready = cvt_wait(unsafe {
+            libc::poll(
+                self.pollfds.as_mut_ptr(),
+                self.pollfds.len() as libc::nfds_t,
+                to_millis(timeout),
+            )
+        })
+        .map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::EINVAL) {
+                " (more fds than RLIMIT_NOFILE?)"
+            } else {
+                ""
+            };
+            io::Error::new(
+                e.kind(),
+                format!("poll: select over {} fds: {e}{hint}", self.pollfds.len()),
+            )
+        })?;
+        let mut seen = 0;
+        for pfd in self.pollfds.iter_mut() {
+            if seen == ready || events.is_full() {
+                break;
+            }
+            let r = pfd.revents;
+            if r == 0 {
+                continue;
+            }
+            seen += 1;
+            pfd.revents = 0;
+            let fd = pfd.fd;
+            let Some(&(_, interest)) = self.index.get(fd) else {
+                continue;
+            };
+            let nval = r & libc::POLLNVAL != 0;
+            if nval {
+                // Closed behind our back: report once, then park until unregistered.
+                pfd.fd = !fd;
+            }
+            events.push(Event::masked(
+                fd,
+                interest,
+                r & (libc::POLLIN | libc::POLLPRI) != 0,
+                r & libc::POLLOUT != 0,
+                nval || r & libc::POLLERR != 0,
+                r & libc::POLLHUP != 0,
+            ));
+        }
+        Ok(())
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Poll
+    }
+
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn backend_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
