@@ -1,0 +1,862 @@
+//! [`EventLoop`]: the reactor, and `run_once`, the six steps of one iteration.
+//!
+//! Layer: the top of the reactor; it owns the ready deque (`ready.rs`), the timer queue
+//! (`timers.rs`), the registry (`registry.rs`, the only caller of the selector) and the
+//! cross-thread queue (`remote.rs`). asyncio's `BaseEventLoop` and its `_run_once`; libev's
+//! `ev_run`; Redis's `aeProcessEvents`.
+//!
+//! ```text
+//!  run_once
+//!   1. registry.flush()              apply batched interest changes (one syscall per fd)
+//!   2. timeout = 0                   if the ready deque is non-empty or stop() was called
+//!              = next deadline - now if a live timer is pending (rounded up by sys)
+//!              = None (block)        otherwise
+//!   3. selector.select(timeout)      <- the only place the loop sleeps
+//!   4. queue each ready fd's reader/writer; on the waker, move remote callbacks in
+//!   5. queue every timer with deadline <= now (fresh clock), in (deadline, seq) order
+//!   6. n = ready.len(); run exactly n entries FIFO, skipping cancelled ones
+//!                                    <- the only place user code runs
+//! ```
+//!
+//! **Borrows.** The loop's state sits in `RefCell`s; every borrow is taken and dropped inside
+//! one step, and none is held while user code runs (step 6 pops one entry, releases the
+//! deque, then runs it). So callbacks may call any method of the loop, and a panic leaves the
+//! loop consistent: the entries not yet run stay at the front of the deque and run next time.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+use std::panic::Location;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use evloop_sys::{new_selector, Backend, Waker};
+
+use crate::handle::{Handle, Once, State, TimerHandle};
+use crate::ready::{IoWatcher, Ready, RemoteCallback};
+use crate::registry::{Registry, Side};
+use crate::remote::{Remote, Shared};
+use crate::timers::Timers;
+use crate::Stats;
+
+/// The longest delay a timer keeps; longer ones are clamped to it (about 100 years: "never"
+/// in practice). `Instant + Duration` panics on overflow, so an unclamped `Duration::MAX`
+/// would crash the caller (EDGE_CASES 40).
+pub const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The default for [`EventLoop::set_slow_callback_duration`], as asyncio's.
+pub const DEFAULT_SLOW_CALLBACK: Duration = Duration::from_millis(100);
+
+thread_local! {
+    /// The loop running on this thread, if any (asyncio's `_running_loop`).
+    static RUNNING: RefCell<Option<Weak<Inner>>> = const { RefCell::new(None) };
+}
+
+/// The loop's state, shared by every clone of an [`EventLoop`].
+pub(crate) struct Inner {
+    ready: RefCell<VecDeque<Ready>>,
+    timers: RefCell<Timers>,
+    /// `None` once closed.
+    registry: RefCell<Option<Registry>>,
+    remote: Arc<Shared>,
+    /// Swapped with the remote queue on each wake-up, so moving callbacks across allocates
+    /// nothing in steady state.
+    remote_buffer: RefCell<Vec<RemoteCallback>>,
+    backend: Backend,
+    running: Cell<bool>,
+    stopping: Cell<bool>,
+    closed: Cell<bool>,
+    debug: Cell<bool>,
+    trace: Cell<bool>,
+    slow_callback: Cell<Duration>,
+    stats: StatsCells,
+}
+
+#[derive(Default)]
+struct StatsCells {
+    iterations: Cell<u64>,
+    events: Cell<u64>,
+    callbacks_run: Cell<u64>,
+    cancelled_skipped: Cell<u64>,
+    timers_fired: Cell<u64>,
+    wakeups: Cell<u64>,
+    time_blocked: Cell<Duration>,
+}
+
+fn bump(c: &Cell<u64>, n: u64) {
+    c.set(c.get() + n);
+}
+
+/// An event loop: a cheap, cloneable handle (`Rc`) to one reactor. `!Send`: it lives on the
+/// thread that made it; other threads use [`EventLoop::remote`].
+///
+/// asyncio's `SelectorEventLoop`, with the same words: [`call_soon`](EventLoop::call_soon),
+/// [`call_later`](EventLoop::call_later), [`call_at`](EventLoop::call_at),
+/// [`add_reader`](EventLoop::add_reader), [`run_forever`](EventLoop::run_forever),
+/// [`stop`](EventLoop::stop). Callbacks receive `&EventLoop`, so they need not capture a
+/// clone of it (a clone captured in a callback stored in the loop is a reference cycle, which
+/// [`close`](EventLoop::close) breaks).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::EventLoop;
+///
+/// let event_loop = EventLoop::new()?;
+/// event_loop.call_soon(|_| println!("soon"));
+/// event_loop.call_later(Duration::from_millis(10), |lp| {
+///     println!("later");
+///     lp.stop();
+/// });
+/// event_loop.run_forever()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// The loop is `!Send`: other threads cannot touch it, which replaces asyncio's debug-mode
+/// "non-thread-safe operation" check with a compile error:
+///
+/// ```compile_fail
+/// let event_loop = evloop::EventLoop::new().unwrap();
+/// std::thread::spawn(move || event_loop.stop()); // error: `Rc<...>` cannot be sent
+/// ```
+#[derive(Clone)]
+pub struct EventLoop {
+    pub(crate) inner: Rc<Inner>,
+}
+
+fn closed_error(what: &str) -> io::Error {
+    io::Error::other(format!("{what}: the event loop is closed"))
+}
+
+impl EventLoop {
+    /// A loop on the default backend: `EVLOOP_BACKEND` if set, else the best available
+    /// (epoll, kqueue, poll; like Python's `DefaultSelector`). Debug mode is on when
+    /// `EVLOOP_DEBUG=1`, trace mode when `EVLOOP_TRACE=1`.
+    ///
+    /// # Errors
+    /// `InvalidInput` for an `EVLOOP_BACKEND` that names no available backend; the OS error
+    /// if the selector or the waker cannot be created (e.g. out of fds).
+    pub fn new() -> io::Result<EventLoop> {
+        EventLoop::with_backend(Backend::from_env()?)
+    }
+
+    /// A loop on `backend`.
+    ///
+    /// # Errors
+    /// `Unsupported` if the backend is not available here; the OS error if the selector or
+    /// the waker cannot be created.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Backend, EventLoop};
+    /// for backend in Backend::available() {
+    ///     assert_eq!(EventLoop::with_backend(backend)?.backend(), backend);
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn with_backend(backend: Backend) -> io::Result<EventLoop> {
+        let selector = new_selector(backend)?;
+        let waker = Waker::new()?;
+        let registry = Registry::new(selector, waker.fd())?;
+        let env_on = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
+        Ok(EventLoop {
+            inner: Rc::new(Inner {
+                ready: RefCell::new(VecDeque::new()),
+                timers: RefCell::new(Timers::new()),
+                registry: RefCell::new(Some(registry)),
+                remote: Shared::new(waker),
+                remote_buffer: RefCell::new(Vec::new()),
+                backend,
+                running: Cell::new(false),
+                stopping: Cell::new(false),
+                closed: Cell::new(false),
+                debug: Cell::new(env_on("EVLOOP_DEBUG")),
+                trace: Cell::new(env_on("EVLOOP_TRACE")),
+                slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
+                stats: StatsCells::default(),
+            }),
+        })
+    }
+
+    /// The backend this loop runs on.
+    pub fn backend(&self) -> Backend {
+        self.inner.backend
+    }
+
+    /// The epoll or kqueue fd behind the loop, for embedding it in another loop (watch it for
+    /// readability, then call [`run_nowait`](EventLoop::run_nowait)); `None` on poll/select
+    /// or once closed.
+    pub fn backend_fd(&self) -> Option<RawFd> {
+        self.inner.registry.borrow().as_ref()?.backend_fd()
+    }
+
+    /// The loop's clock: monotonic (`CLOCK_MONOTONIC`, which stops during system suspend).
+    /// Read afresh on every call, never cached, so a long callback cannot make a later
+    /// `call_later` fire early (EDGE_CASES 43).
+    pub fn time(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// Schedules `callback` to run once, on a later pass of the loop, in FIFO order with
+    /// every other `call_soon`. It never runs synchronously: `call_soon` returns first (the
+    /// seed's opening lesson: "start, end, callback").
+    ///
+    /// Callbacks scheduled while the loop runs its callbacks wait for the *next* iteration,
+    /// after one more poll for I/O, so a callback that reschedules itself cannot starve I/O or
+    /// timers (the snapshot rule).
+    ///
+    /// # Panics
+    /// If the loop is closed (asyncio raises `RuntimeError`): scheduling on a closed loop is a
+    /// bug, and the callback could never run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// log.borrow_mut().push("start");
+    /// let l = log.clone();
+    /// event_loop.call_soon(move |_| l.borrow_mut().push("callback"));
+    /// log.borrow_mut().push("end");
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(*log.borrow(), ["start", "end", "callback"]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn call_soon(&self, callback: impl FnOnce(&EventLoop) + 'static) -> Handle {
+        self.assert_open("call_soon");
+        let cell = Once::new_rc(callback, State::Queued, Location::caller());
+        self.inner
+            .ready
+            .borrow_mut()
+            .push_back(Ready::Callback(cell.clone()));
+        Handle { cell }
+    }
+
+    /// Schedules `callback` to run once, `delay` from now ([`time`](EventLoop::time)).
+    ///
+    /// Never early: it runs on the first iteration whose fresh clock reading is at or past
+    /// the deadline. A zero delay runs on the next iteration, never synchronously. Timers with
+    /// equal deadlines run in the order they were scheduled (FIFO). Delays beyond
+    /// [`MAX_DELAY`] (about 100 years) are clamped to it.
+    ///
+    /// # Panics
+    /// If the loop is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let start = event_loop.time();
+    /// event_loop.call_later(Duration::from_millis(5), move |lp| {
+    ///     assert!(lp.time() - start >= Duration::from_millis(5)); // never early
+    ///     lp.stop();
+    /// });
+    /// event_loop.run_forever()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn call_later(
+        &self,
+        delay: Duration,
+        callback: impl FnOnce(&EventLoop) + 'static,
+    ) -> TimerHandle {
+        let when = self.time() + delay.min(MAX_DELAY);
+        self.schedule_at(when, callback, Location::caller())
+    }
+
+    /// Schedules `callback` to run once at `when` on the loop's clock. A `when` in the past is
+    /// "already due" and keeps its place in deadline order (asyncio's negative delays:
+    /// `call_at(now - 1s, a); call_at(now - 2s, b)` runs `b` then `a`).
+    ///
+    /// # Panics
+    /// If the loop is closed.
+    #[track_caller]
+    pub fn call_at(
+        &self,
+        when: Instant,
+        callback: impl FnOnce(&EventLoop) + 'static,
+    ) -> TimerHandle {
+        let when = when.min(self.time() + MAX_DELAY);
+        self.schedule_at(when, callback, Location::caller())
+    }
+
+    fn schedule_at(
+        &self,
+        when: Instant,
+        callback: impl FnOnce(&EventLoop) + 'static,
+        location: &'static Location<'static>,
+    ) -> TimerHandle {
+        self.assert_open("call_later/call_at");
+        let cell = Once::new_rc(callback, State::Scheduled, location);
+        let mut timers = self.inner.timers.borrow_mut();
+        timers.push(when, cell.clone());
+        TimerHandle {
+            cell,
+            when,
+            counters: timers.counters.clone(),
+        }
+    }
+
+    /// Calls `callback` every time `fd` is readable, until [`remove_reader`](EventLoop::remove_reader).
+    ///
+    /// Level-triggered and persistent, like asyncio's: if data remains after the callback,
+    /// it runs again on the next iteration. One reader per fd: adding a reader to an fd that
+    /// has one replaces it (the old one will not run again, even if already queued). A hang-up
+    /// or an error on the fd also wakes the reader, so its next `read` sees EOF or the error.
+    /// The loop does not own `fd`: remove the reader *before* closing it.
+    ///
+    /// # Errors
+    /// If the loop is closed; for a negative, closed or never-opened fd (`EBADF`), a regular
+    /// file or directory (`PermissionDenied`: they are always ready), the loop's own waker
+    /// fd, an fd >= 1024 on `select-strict`; the message names the fd and the backend. On
+    /// error nothing is registered and a previous reader stays in place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (mut a, mut b) = UnixStream::pair()?;
+    /// let fd = b.as_raw_fd();
+    /// event_loop.add_reader(fd, move |lp| {
+    ///     let mut buf = [0; 5];
+    ///     b.read_exact(&mut buf).unwrap();
+    ///     assert_eq!(&buf, b"hello");
+    ///     lp.remove_reader(fd);
+    ///     lp.stop();
+    /// })?;
+    /// a.write_all(b"hello")?;
+    /// event_loop.run_forever()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn add_reader(
+        &self,
+        fd: RawFd,
+        callback: impl FnMut(&EventLoop) + 'static,
+    ) -> io::Result<()> {
+        self.add_watcher(fd, Side::Reader, Box::new(callback), Location::caller())
+    }
+
+    /// Calls `callback` every time `fd` is writable, until [`remove_writer`](EventLoop::remove_writer).
+    /// Same rules as [`add_reader`](EventLoop::add_reader). Most sockets are writable almost
+    /// always: add a writer only while there is something to write (EDGE_CASES 28).
+    ///
+    /// # Errors
+    /// As [`add_reader`](EventLoop::add_reader).
+    #[track_caller]
+    pub fn add_writer(
+        &self,
+        fd: RawFd,
+        callback: impl FnMut(&EventLoop) + 'static,
+    ) -> io::Result<()> {
+        self.add_watcher(fd, Side::Writer, Box::new(callback), Location::caller())
+    }
+
+    /// Stops watching `fd` for readability; returns whether a reader was registered. A reader
+    /// already queued in this iteration will not run. Cheap: the kernel is told at the start
+    /// of the next iteration, and not at all if a reader is added back before then.
+    pub fn remove_reader(&self, fd: RawFd) -> bool {
+        self.remove_watcher(fd, Side::Reader)
+    }
+
+    /// Stops watching `fd` for writability; returns whether a writer was registered. As
+    /// [`remove_reader`](EventLoop::remove_reader).
+    pub fn remove_writer(&self, fd: RawFd) -> bool {
+        self.remove_watcher(fd, Side::Writer)
+    }
+
+    fn add_watcher(
+        &self,
+        fd: RawFd,
+        side: Side,
+        callback: Box<dyn FnMut(&EventLoop)>,
+        location: &'static Location<'static>,
+    ) -> io::Result<()> {
+        let watcher = Rc::new(IoWatcher {
+            callback: RefCell::new(callback),
+            cancelled: Cell::new(false),
+            fd,
+            writer: side == Side::Writer,
+            location,
+        });
+        let replaced = {
+            let mut registry = self.inner.registry.borrow_mut();
+            let Some(registry) = registry.as_mut() else {
+                return Err(closed_error(if side == Side::Reader {
+                    "add_reader"
+                } else {
+                    "add_writer"
+                }));
+            };
+            registry.set(fd, side, Some(watcher))?
+        };
+        if let Some(old) = replaced {
+            old.cancelled.set(true);
+        }
+        // `replaced` (and the old closure) is dropped here, outside any borrow.
+        Ok(())
+    }
+
+    fn remove_watcher(&self, fd: RawFd, side: Side) -> bool {
+        let removed = {
+            let mut registry = self.inner.registry.borrow_mut();
+            match registry.as_mut() {
+                Some(registry) => registry.set(fd, side, None).ok().flatten(),
+                None => None,
+            }
+        };
+        match removed {
+            Some(old) => {
+                old.cancelled.set(true);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `fd` has a reader.
+    pub fn has_reader(&self, fd: RawFd) -> bool {
+        self.has_watcher(fd, Side::Reader)
+    }
+
+    /// Whether `fd` has a writer.
+    pub fn has_writer(&self, fd: RawFd) -> bool {
+        self.has_watcher(fd, Side::Writer)
+    }
+
+    fn has_watcher(&self, fd: RawFd, side: Side) -> bool {
+        self.inner
+            .registry
+            .borrow()
+            .as_ref()
+            .is_some_and(|r| r.get(fd, side).is_some())
+    }
+
+    /// Runs iterations until [`stop`](EventLoop::stop) is called, then returns; the loop can
+    /// be run again. With nothing scheduled and nothing watched, it blocks until another
+    /// thread sends something through a [`Remote`] (asyncio behaves the same).
+    ///
+    /// # Errors
+    /// If the loop is closed or already running (a callback cannot run its own loop: use
+    /// `call_soon` or a task), or if another loop is running on this thread; an unexpected
+    /// selector error.
+    ///
+    /// # Panics
+    /// A panic in a callback propagates out of `run_forever`; the loop stays consistent (the
+    /// callbacks not yet run stay queued) and can be run again.
+    pub fn run_forever(&self) -> io::Result<()> {
+        let _running = self.enter("run_forever")?;
+        loop {
+            self.iterate(false)?;
+            if self.inner.stopping.get() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Runs one iteration (the six steps in this module's docs). It blocks in step 3 until an
+    /// fd is ready, the next timer is due, or a [`Remote`] wakes it, unless callbacks are
+    /// already queued.
+    ///
+    /// # Errors
+    /// As [`run_forever`](EventLoop::run_forever).
+    pub fn run_once(&self) -> io::Result<()> {
+        let _running = self.enter("run_once")?;
+        self.iterate(false)
+    }
+
+    /// Runs one iteration without blocking: polls with a zero timeout, then runs what is
+    /// ready (libev's `EVRUN_NOWAIT`; bench.c's `EVLOOP_NONBLOCK`).
+    ///
+    /// # Errors
+    /// As [`run_forever`](EventLoop::run_forever).
+    pub fn run_nowait(&self) -> io::Result<()> {
+        let _running = self.enter("run_nowait")?;
+        self.iterate(true)
+    }
+
+    /// Asks the loop to stop: the current iteration finishes, then
+    /// [`run_forever`](EventLoop::run_forever) returns. Called before `run_forever`, it makes
+    /// the next `run_forever` poll once without blocking, run what is ready, and return
+    /// (asyncio's `test_run_forever_pre_stopped`).
+    pub fn stop(&self) {
+        self.inner.stopping.set(true);
+    }
+
+    /// Whether the loop is inside `run_*`.
+    pub fn is_running(&self) -> bool {
+        self.inner.running.get()
+    }
+
+    /// Whether [`close`](EventLoop::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.get()
+    }
+
+    /// Closes the loop: drops every pending callback, timer, reader and writer (on this
+    /// thread), closes the selector's and the waker's fds, and makes every [`Remote`] fail.
+    /// Idempotent. Afterwards `call_*` panic, `add_*` and `run_*` fail, `remove_*` return
+    /// `false`. Dropping the last clone of a loop closes it too.
+    ///
+    /// # Errors
+    /// If the loop is running (asyncio: "Cannot close a running event loop").
+    pub fn close(&self) -> io::Result<()> {
+        if self.inner.running.get() {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "close: cannot close a running event loop (call stop() and close it after run_forever returns)",
+            ));
+        }
+        self.inner.close_now();
+        Ok(())
+    }
+
+    /// A `Send + Sync` handle for other threads: `call_soon_threadsafe` and `wake`.
+    pub fn remote(&self) -> Remote {
+        Remote {
+            shared: self.inner.remote.clone(),
+        }
+    }
+
+    /// Turns debug mode on or off (also `EVLOOP_DEBUG=1`): every callback is timed, and one
+    /// that runs longer than [`slow_callback_duration`](EventLoop::slow_callback_duration) is
+    /// reported on stderr with where it was scheduled.
+    pub fn set_debug(&self, on: bool) {
+        self.inner.debug.set(on);
+    }
+
+    /// Whether debug mode is on.
+    pub fn debug(&self) -> bool {
+        self.inner.debug.get()
+    }
+
+    /// The threshold of debug mode's slow-callback report (default 100 ms).
+    pub fn slow_callback_duration(&self) -> Duration {
+        self.inner.slow_callback.get()
+    }
+
+    /// Sets the threshold of debug mode's slow-callback report.
+    pub fn set_slow_callback_duration(&self, duration: Duration) {
+        self.inner.slow_callback.set(duration);
+    }
+
+    /// Turns trace mode on or off (also `EVLOOP_TRACE=1`): each iteration narrates its six
+    /// steps on stderr, one line per step.
+    pub fn set_trace(&self, on: bool) {
+        self.inner.trace.set(on);
+    }
+
+    /// Counters since the loop was created.
+    pub fn stats(&self) -> Stats {
+        let s = &self.inner.stats;
+        let timers = self.inner.timers.borrow();
+        let registry = self.inner.registry.borrow();
+        Stats {
+            iterations: s.iterations.get(),
+            events: s.events.get(),
+            callbacks_run: s.callbacks_run.get(),
+            cancelled_skipped: s.cancelled_skipped.get(),
+            timers_fired: s.timers_fired.get(),
+            timers_cancelled: timers.counters.cancelled_total.get(),
+            wakeups: s.wakeups.get(),
+            time_blocked: s.time_blocked.get(),
+            interest_changes: registry.as_ref().map_or(0, |r| r.interest_changes),
+            ready: self.inner.ready.borrow().len(),
+            timers: timers.live(),
+            fds: registry.as_ref().map_or(0, |r| r.len()),
+        }
+    }
+
+    #[track_caller]
+    fn assert_open(&self, what: &str) {
+        if self.inner.closed.get() {
+            panic!(
+                "EventLoop::{what}: the event loop is closed; nothing scheduled on it could run"
+            );
+        }
+    }
+
+    /// Checks and sets "running"; the guard unsets it (and the stop request) on every exit,
+    /// panics included, so no stale `stop()` survives a panic (EDGE_CASES 33).
+    fn enter(&self, what: &str) -> io::Result<RunningGuard> {
+        if self.inner.closed.get() {
+            return Err(closed_error(what));
+        }
+        if self.inner.running.get() {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!(
+                    "{what}: this event loop is already running (a callback cannot run its own \
+                     loop; schedule work with call_soon instead)"
+                ),
+            ));
+        }
+        let previous = RUNNING.with(|r| r.borrow().as_ref().and_then(Weak::upgrade));
+        if previous.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!(
+                    "{what}: another event loop is running on this thread; run one loop per thread"
+                ),
+            ));
+        }
+        RUNNING.with(|r| *r.borrow_mut() = Some(Rc::downgrade(&self.inner)));
+        self.inner.running.set(true);
+        Ok(RunningGuard {
+            inner: self.inner.clone(),
+        })
+    }
+
+    /// The six steps. See the module docs.
+    fn iterate(&self, nowait: bool) -> io::Result<()> {
+        let inner = &*self.inner;
+        let trace = inner.trace.get();
+        let iteration = inner.stats.iterations.get() + 1;
+        inner.stats.iterations.set(iteration);
+
+        // 1. Apply the batched interest changes.
+        {
+            let mut registry = inner.registry.borrow_mut();
+            let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
+            let changes = registry.flush(&mut inner.ready.borrow_mut());
+            if trace && changes > 0 {
+                eprintln!("evloop[{iteration}] 1 flush: {changes} interest change(s)");
+            }
+        }
+
+        // 2. Choose the timeout.
+        let (timeout, why) = if nowait {
+            (Some(Duration::ZERO), "run_nowait")
+        } else if !inner.ready.borrow().is_empty() {
+            (Some(Duration::ZERO), "callbacks are ready")
+        } else if inner.stopping.get() {
+            (Some(Duration::ZERO), "stop() was called")
+        } else {
+            match inner.timers.borrow_mut().next_deadline() {
+                Some(when) => (
+                    Some(when.saturating_duration_since(Instant::now())),
+                    "next timer",
+                ),
+                None => (None, "nothing scheduled: block until I/O or a wake-up"),
+            }
+        };
+        if trace {
+            match timeout {
+                Some(t) => eprintln!("evloop[{iteration}] 2 timeout {t:?} ({why})"),
+                None => eprintln!("evloop[{iteration}] 2 timeout none ({why})"),
+            }
+        }
+
+        // 3. Wait: the only place the loop sleeps.
+        let dispatched = {
+            let mut registry = inner.registry.borrow_mut();
+            let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
+            let before = Instant::now();
+            registry.select(timeout)?;
+            let blocked = before.elapsed();
+            inner
+                .stats
+                .time_blocked
+                .set(inner.stats.time_blocked.get() + blocked);
+            if trace {
+                let list: Vec<String> = registry
+                    .events()
+                    .iter()
+                    .map(|e| {
+                        let rw = match (e.readable, e.writable) {
+                            (true, true) => "RW",
+                            (true, false) => "R",
+                            (false, true) => "W",
+                            (false, false) => "-",
+                        };
+                        format!(
+                            "fd {} {rw}{}",
+                            e.fd,
+                            if e.error || e.hangup {
+                                " (err/hup)"
+                            } else {
+                                ""
+                            }
+                        )
+                    })
+                    .collect();
+                eprintln!(
+                    "evloop[{iteration}] 3 {}: {} event(s) after {blocked:?} [{}]",
+                    inner.backend,
+                    list.len(),
+                    list.join(", ")
+                );
+            }
+            // 4. Queue the reader/writer of each ready fd.
+            registry.dispatch(&mut inner.ready.borrow_mut())
+        };
+        bump(&inner.stats.events, dispatched.events as u64);
+        let mut remote_moved = 0;
+        if dispatched.woken {
+            remote_moved = self.take_remote();
+        }
+        if trace {
+            eprintln!(
+                "evloop[{iteration}] 4 queued {} I/O callback(s){}",
+                dispatched.queued,
+                if dispatched.woken {
+                    format!(", woken: {remote_moved} threadsafe callback(s)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+
+        // 5. Queue the expired timers, on a fresh clock reading (never early).
+        let fired = {
+            let mut timers = inner.timers.borrow_mut();
+            let fired = timers.expire(Instant::now(), &mut inner.ready.borrow_mut());
+            timers.tidy();
+            fired
+        };
+        bump(&inner.stats.timers_fired, fired as u64);
+        if trace && fired > 0 {
+            eprintln!("evloop[{iteration}] 5 {fired} timer(s) fired");
+        }
+
+        // 6. Run exactly the entries queued before this step: the snapshot rule.
+        let n = inner.ready.borrow().len();
+        let debug = inner.debug.get();
+        let (mut ran, mut skipped) = (0u64, 0u64);
+        for _ in 0..n {
+            let Some(entry) = inner.ready.borrow_mut().pop_front() else {
+                break;
+            };
+            let ok = if debug {
+                self.run_timed(entry)
+            } else {
+                // Calls user code; no borrow is held.
+                entry.run(self)
+            };
+            if ok {
+                ran += 1;
+                bump(&inner.stats.callbacks_run, 1);
+            } else {
+                skipped += 1;
+                bump(&inner.stats.cancelled_skipped, 1);
+            }
+        }
+        if trace {
+            eprintln!("evloop[{iteration}] 6 ran {ran} callback(s), skipped {skipped} cancelled");
+        }
+        Ok(())
+    }
+
+    /// Runs one entry under debug mode's stopwatch.
+    fn run_timed(&self, entry: Ready) -> bool {
+        let (kind, location) = (entry.kind(), entry.location());
+        let start = Instant::now();
+        // Calls user code; no borrow is held.
+        let ran = entry.run(self);
+        let took = start.elapsed();
+        let slow = self.inner.slow_callback.get();
+        if ran && took >= slow {
+            eprintln!(
+                "evloop: slow {kind} scheduled at {location} took {took:?} \
+                 (slow_callback_duration is {slow:?}); blocking the loop delays every other callback"
+            );
+        }
+        ran
+    }
+
+    /// Moves the remote queue onto the ready deque (step 4, when the waker fired).
+    fn take_remote(&self) -> usize {
+        let inner = &*self.inner;
+        let mut buffer = inner.remote_buffer.borrow_mut();
+        {
+            let mut state = inner.remote.lock();
+            if let Some(waker) = &state.waker {
+                // Drain first, then clear `pending`, then take the queue: all under the lock.
+                let _ = waker.drain();
+            }
+            state.pending = false;
+            std::mem::swap(&mut state.queue, &mut *buffer);
+        }
+        bump(&inner.stats.wakeups, 1);
+        let n = buffer.len();
+        let mut ready = inner.ready.borrow_mut();
+        ready.extend(buffer.drain(..).map(Ready::Remote));
+        n
+    }
+}
+
+impl Inner {
+    /// Drops everything the loop holds, outside any borrow (their destructors are user code).
+    fn close_now(&self) {
+        if self.closed.replace(true) {
+            return;
+        }
+        let ready = std::mem::take(&mut *self.ready.borrow_mut());
+        let timers = self.timers.borrow_mut().take_all();
+        let registry = self.registry.borrow_mut().take();
+        let watchers = registry.map(|mut r| {
+            let w = r.take_watchers();
+            drop(r); // closes the epoll fd
+            w
+        });
+        let remote = {
+            let mut state = self.remote.lock();
+            state.waker = None; // closes the eventfd/pipe under the lock
+            std::mem::take(&mut state.queue)
+        };
+        let buffer = std::mem::take(&mut *self.remote_buffer.borrow_mut());
+        drop((ready, timers, watchers, remote, buffer));
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.close_now();
+    }
+}
+
+struct RunningGuard {
+    inner: Rc<Inner>,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.inner.running.set(false);
+        self.inner.stopping.set(false);
+        RUNNING.with(|r| *r.borrow_mut() = None);
+    }
+}
+
+impl fmt::Debug for EventLoop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.stats();
+        f.debug_struct("EventLoop")
+            .field("backend", &self.inner.backend)
+            .field("running", &self.is_running())
+            .field("closed", &self.is_closed())
+            .field("debug", &self.debug())
+            .field("ready", &s.ready)
+            .field("timers", &s.timers)
+            .field("fds", &s.fds)
+            .finish()
+    }
+}
+
+/// The running loop of this thread, if any: used by `current()`.
+pub(crate) fn running_loop() -> Option<EventLoop> {
+    RUNNING
+        .with(|r| r.borrow().as_ref().and_then(Weak::upgrade))
+        .map(|inner| EventLoop { inner })
+}

@@ -1,0 +1,243 @@
+//! [`Handle`] and [`TimerHandle`]: what `call_soon`, `call_later` and `call_at` return, and
+//! the callback cells behind them.
+//!
+//! Layer: reactor (`src/`), below `event_loop.rs`. asyncio's `events.Handle` and
+//! `TimerHandle`; libuv's `uv_timer_t`. Read `ready.rs` next, where these cells are queued.
+//!
+//! A scheduled callback lives in one heap allocation, an `Rc<Once<F>>` seen as
+//! `Rc<dyn Callback>`: the closure itself, a state byte, and the source location of the call
+//! that scheduled it (`#[track_caller]`), which `Debug` and debug mode print. The ready deque,
+//! the timer heap and the user's handle all share that one allocation.
+//!
+//! State machine of a cell (invariant: a cell runs at most once):
+//!
+//! ```text
+//!   Scheduled (in the timer heap) --expire--> Queued (in the ready deque) --run--> Done
+//!        |                                      |
+//!        +---------------cancel()---------------+------> Cancelled (closure dropped)
+//! ```
+//!
+//! `call_soon` cells start `Queued`. `cancel()` on `Done` or `Cancelled` is a no-op.
+
+use std::cell::Cell;
+use std::fmt;
+use std::panic::Location;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::EventLoop;
+
+/// Where a cell is in its life; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Scheduled,
+    Queued,
+    Done,
+    Cancelled,
+}
+
+/// A callback cell as the loop sees it, whatever closure type is inside.
+pub(crate) trait Callback {
+    /// Runs the closure if it is still pending (marks it `Done` first, so a `cancel` from
+    /// inside the callback is a no-op). Calls user code.
+    fn run(&self, event_loop: &EventLoop);
+    /// Cancels a pending cell and drops its closure; returns whether it was pending.
+    fn cancel(&self) -> bool;
+    fn state(&self) -> State;
+    fn set_state(&self, state: State);
+    fn location(&self) -> &'static Location<'static>;
+}
+
+/// The one cell type: a closure run at most once.
+pub(crate) struct Once<F> {
+    state: Cell<State>,
+    location: &'static Location<'static>,
+    callback: Cell<Option<F>>,
+}
+
+impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
+    pub(crate) fn new_rc(
+        callback: F,
+        state: State,
+        location: &'static Location<'static>,
+    ) -> Rc<dyn Callback> {
+        Rc::new(Once {
+            state: Cell::new(state),
+            location,
+            callback: Cell::new(Some(callback)),
+        })
+    }
+}
+
+impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
+    fn run(&self, event_loop: &EventLoop) {
+        if !matches!(self.state.get(), State::Queued | State::Scheduled) {
+            return;
+        }
+        self.state.set(State::Done);
+        if let Some(callback) = self.callback.take() {
+            // Calls user code: it may schedule, cancel (a no-op on this cell now), or panic.
+            callback(event_loop);
+        }
+    }
+
+    fn cancel(&self) -> bool {
+        match self.state.get() {
+            State::Scheduled | State::Queued => {
+                self.state.set(State::Cancelled);
+                // Drop the closure now, releasing what it captured (asyncio sets
+                // `_callback = None`). Its destructor is user code, but holds no borrow of ours.
+                drop(self.callback.take());
+                true
+            }
+            State::Done | State::Cancelled => false,
+        }
+    }
+
+    fn state(&self) -> State {
+        self.state.get()
+    }
+
+    fn set_state(&self, state: State) {
+        self.state.set(state);
+    }
+
+    fn location(&self) -> &'static Location<'static> {
+        self.location
+    }
+}
+
+/// Counters the timer queue shares with every [`TimerHandle`], so that `cancel()` can tell
+/// the queue how many dead entries it holds (for compaction) without a reference to the loop.
+#[derive(Debug, Default)]
+pub(crate) struct TimerCounters {
+    /// Cancelled entries still in the heap.
+    pub(crate) cancelled_in_heap: Cell<usize>,
+    /// Timers cancelled before they fired, ever.
+    pub(crate) cancelled_total: Cell<u64>,
+}
+
+/// A callback scheduled with [`EventLoop::call_soon`]: cancel it before it runs.
+///
+/// Cheap to clone (a reference count). Dropping a `Handle` does **not** cancel the callback.
+///
+/// # Examples
+///
+/// ```
+/// let event_loop = evloop::EventLoop::new()?;
+/// let handle = event_loop.call_soon(|_| unreachable!("cancelled before it ran"));
+/// handle.cancel();
+/// assert!(handle.is_cancelled());
+/// event_loop.run_nowait()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) cell: Rc<dyn Callback>,
+}
+
+impl Handle {
+    /// Cancels the callback if it has not run yet, and drops the closure at once. Idempotent;
+    /// a no-op once the callback ran (or while it runs).
+    pub fn cancel(&self) {
+        self.cell.cancel();
+    }
+
+    /// Whether [`cancel`](Handle::cancel) took effect.
+    pub fn is_cancelled(&self) -> bool {
+        self.cell.state() == State::Cancelled
+    }
+
+    /// Whether the callback has run (or is running).
+    pub fn is_done(&self) -> bool {
+        self.cell.state() == State::Done
+    }
+
+    /// The source location of the `call_soon` that created this handle.
+    pub fn location(&self) -> &'static Location<'static> {
+        self.cell.location()
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("state", &self.cell.state())
+            .field("created_at", &format_args!("{}", self.cell.location()))
+            .finish()
+    }
+}
+
+/// A callback scheduled with [`EventLoop::call_later`] or [`EventLoop::call_at`].
+///
+/// Cheap to clone. Dropping it does **not** cancel the timer.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let event_loop = evloop::EventLoop::new()?;
+/// let timer = event_loop.call_later(Duration::from_secs(3600), |_| unreachable!());
+/// assert!(timer.when() > event_loop.time());
+/// timer.cancel();
+/// assert!(timer.is_cancelled());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct TimerHandle {
+    pub(crate) cell: Rc<dyn Callback>,
+    pub(crate) when: Instant,
+    pub(crate) counters: Rc<TimerCounters>,
+}
+
+impl TimerHandle {
+    /// Cancels the timer if it has not run yet, and drops the closure at once. Idempotent; a
+    /// no-op once it ran. A cancelled timer left in the heap is counted, and the heap is
+    /// compacted when such entries dominate, so memory stays bounded by the live timers.
+    pub fn cancel(&self) {
+        let was = self.cell.state();
+        if self.cell.cancel() {
+            let c = &self.counters;
+            c.cancelled_total.set(c.cancelled_total.get() + 1);
+            if was == State::Scheduled {
+                c.cancelled_in_heap.set(c.cancelled_in_heap.get() + 1);
+            }
+        }
+    }
+
+    /// Whether [`cancel`](TimerHandle::cancel) took effect.
+    pub fn is_cancelled(&self) -> bool {
+        self.cell.state() == State::Cancelled
+    }
+
+    /// Whether the callback has run (or is running).
+    pub fn is_done(&self) -> bool {
+        self.cell.state() == State::Done
+    }
+
+    /// The deadline, on the loop's monotonic clock ([`EventLoop::time`]).
+    pub fn when(&self) -> Instant {
+        self.when
+    }
+
+    /// The source location of the `call_later`/`call_at` that created this handle.
+    pub fn location(&self) -> &'static Location<'static> {
+        self.cell.location()
+    }
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let now = Instant::now();
+        let due = if self.when >= now {
+            format!("in {:?}", self.when - now)
+        } else {
+            format!("{:?} ago", now - self.when)
+        };
+        f.debug_struct("TimerHandle")
+            .field("state", &self.cell.state())
+            .field("when", &format_args!("{due}"))
+            .field("created_at", &format_args!("{}", self.cell.location()))
+            .finish()
+    }
+}

@@ -1,0 +1,111 @@
+//! The ready deque: every piece of user code the loop runs passes through here, FIFO.
+//!
+//! Layer: reactor, owned by `event_loop.rs`. asyncio's `_ready` (a `collections.deque`),
+//! libuv's pending queue, libev's pending array. Read `timers.rs` next.
+//!
+//! Three kinds of entry share one `VecDeque`, so their relative order is exactly the order in
+//! which they became ready:
+//!
+//! - [`Ready::Callback`]: a `call_soon` cell, or a timer cell that expired (an `Rc`, already
+//!   allocated when it was scheduled: queuing a fired timer allocates nothing);
+//! - [`Ready::Io`]: a reader or writer whose fd the selector reported. The watcher is
+//!   persistent (level-triggered, like asyncio's reader handles), so queuing it is a
+//!   reference-count increment, not an allocation: no allocation per I/O event;
+//! - [`Ready::Remote`]: a closure handed over by `Remote::call_soon_threadsafe`, moved in
+//!   from the cross-thread queue without re-boxing.
+//!
+//! Cancelling is a flag: `remove_reader` sets [`IoWatcher::cancelled`] on a watcher that may
+//! already be queued in this iteration, and the run step skips it (EDGE_CASES 11).
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::panic::Location;
+use std::rc::Rc;
+
+use crate::handle::Callback;
+use crate::EventLoop;
+
+/// A closure sent from another thread, with where it was sent from.
+pub(crate) struct RemoteCallback {
+    pub(crate) callback: Box<dyn FnOnce(&EventLoop) + Send>,
+    pub(crate) location: &'static Location<'static>,
+}
+
+/// The reader or the writer of one fd: a persistent callback.
+pub(crate) struct IoWatcher {
+    pub(crate) callback: RefCell<Box<dyn FnMut(&EventLoop)>>,
+    /// Set by `remove_*` (or a replacing `add_*`): a queued copy must not run.
+    pub(crate) cancelled: Cell<bool>,
+    pub(crate) fd: std::os::fd::RawFd,
+    pub(crate) writer: bool,
+    pub(crate) location: &'static Location<'static>,
+}
+
+impl fmt::Debug for IoWatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(if self.writer { "Writer" } else { "Reader" })
+            .field("fd", &self.fd)
+            .field("cancelled", &self.cancelled.get())
+            .field("created_at", &format_args!("{}", self.location))
+            .finish()
+    }
+}
+
+/// One entry of the ready deque.
+pub(crate) enum Ready {
+    Callback(Rc<dyn Callback>),
+    Io(Rc<IoWatcher>),
+    Remote(RemoteCallback),
+}
+
+impl Ready {
+    /// Where the code this entry runs was scheduled from (for debug-mode reports).
+    pub(crate) fn location(&self) -> &'static Location<'static> {
+        match self {
+            Ready::Callback(c) => c.location(),
+            Ready::Io(w) => w.location,
+            Ready::Remote(r) => r.location,
+        }
+    }
+
+    /// What this entry is, for debug mode and trace mode.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Ready::Callback(_) => "callback",
+            Ready::Io(w) if w.writer => "writer",
+            Ready::Io(_) => "reader",
+            Ready::Remote(_) => "threadsafe callback",
+        }
+    }
+
+    /// Runs the entry; returns `false` if it was skipped because it was cancelled.
+    /// Calls user code; the caller must hold no borrow of the loop's state.
+    pub(crate) fn run(self, event_loop: &EventLoop) -> bool {
+        match self {
+            Ready::Callback(cell) => {
+                if cell.state() != crate::handle::State::Queued {
+                    return false;
+                }
+                // Calls user code.
+                cell.run(event_loop);
+                true
+            }
+            Ready::Io(watcher) => {
+                if watcher.cancelled.get() {
+                    return false;
+                }
+                // Calls user code. It may remove or replace this very watcher (we hold our
+                // own `Rc`, so it stays alive until we return) or close the fd; we touch
+                // neither the registry nor the fd afterwards (EDGE_CASES 12).
+                let mut callback = watcher.callback.borrow_mut();
+                (callback)(event_loop);
+                true
+            }
+            Ready::Remote(remote) => {
+                // Calls user code.
+                (remote.callback)(event_loop);
+                true
+            }
+        }
+    }
+}
