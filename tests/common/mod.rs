@@ -1,0 +1,141 @@
+//! Shared helpers of the integration tests: the per-backend macro, socket pairs, drop
+//! counters, a watchdog, and fd counting.
+#![allow(dead_code, unused_macros, unused_imports)]
+
+use std::cell::Cell;
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::rc::Rc;
+use std::time::Duration;
+
+pub use evloop::{Backend, EventLoop};
+
+/// Writes each test once, as `fn name(backend: Backend)`, and expands it into one `#[test]`
+/// per backend, in modules named after the backend: `poll::name`, `select_strict::name`...
+/// so `cargo test select::` runs one backend.
+#[macro_export]
+macro_rules! per_backend {
+    ($( $(#[$meta:meta])* fn $name:ident($b:ident: Backend) $body:block )*) => {
+        $( $(#[$meta])* fn $name($b: Backend) $body )*
+
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        mod epoll {
+            $( #[test] fn $name() { super::$name(evloop::Backend::Epoll) } )*
+        }
+        mod poll {
+            $( #[test] fn $name() { super::$name(evloop::Backend::Poll) } )*
+        }
+        mod select {
+            $( #[test] fn $name() { super::$name(evloop::Backend::Select) } )*
+        }
+        mod select_strict {
+            $( #[test] fn $name() { super::$name(evloop::Backend::SelectStrict) } )*
+        }
+    };
+}
+
+/// A loop on `backend` with a watchdog: a timer that fails the test after `secs` seconds, so
+/// a lost wake-up fails fast instead of hanging CI.
+pub fn new_loop(backend: Backend) -> EventLoop {
+    let lp = EventLoop::with_backend(backend).expect("create loop");
+    watchdog(&lp, 20);
+    lp
+}
+
+/// A timer that panics if the loop is still running after `secs` seconds.
+pub fn watchdog(lp: &EventLoop, secs: u64) -> evloop::TimerHandle {
+    lp.call_later(Duration::from_secs(secs), move |_| {
+        panic!("watchdog: the loop was still running after {secs} s (lost wake-up or hang)")
+    })
+}
+
+/// A connected, non-blocking Unix stream pair.
+pub fn pair() -> (UnixStream, UnixStream) {
+    let (a, b) = UnixStream::pair().expect("socketpair");
+    a.set_nonblocking(true).unwrap();
+    b.set_nonblocking(true).unwrap();
+    (a, b)
+}
+
+/// Reads whatever is there (non-blocking); returns the bytes read, 0 on EOF or WouldBlock.
+pub fn drain(s: &mut UnixStream) -> usize {
+    let mut total = 0;
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return total,
+            Ok(n) => total += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return total,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
+/// Fills a socket's send buffer until the kernel says WouldBlock.
+pub fn fill(s: &mut UnixStream) -> usize {
+    let buf = [0u8; 65536];
+    let mut total = 0;
+    loop {
+        match s.write(&buf) {
+            Ok(n) => total += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return total,
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+}
+
+/// Counts drops of values it hands out: put a `DropCounter::token()` inside a closure, then
+/// check how many closures were dropped.
+#[derive(Clone, Default)]
+pub struct DropCounter(Rc<Cell<usize>>);
+
+pub struct Token(Rc<Cell<usize>>);
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+impl DropCounter {
+    pub fn token(&self) -> Token {
+        Token(self.0.clone())
+    }
+    pub fn dropped(&self) -> usize {
+        self.0.get()
+    }
+}
+
+/// A shared log of events, for order assertions.
+#[derive(Clone, Default)]
+pub struct Log(Rc<std::cell::RefCell<Vec<String>>>);
+
+impl Log {
+    pub fn push(&self, s: impl Into<String>) {
+        self.0.borrow_mut().push(s.into());
+    }
+    pub fn get(&self) -> Vec<String> {
+        self.0.borrow().clone()
+    }
+    pub fn len(&self) -> usize {
+        self.0.borrow().len()
+    }
+}
+
+/// The number of open fds of this process (`/proc/self/fd`).
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// The text of a panic payload (`&str` or `String`).
+pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "<non-string panic>".to_string()
+    }
+}

@@ -1,0 +1,335 @@
+//! The loop's contract, DESIGN.md §3: ordering, the snapshot rule, stop, re-entrancy,
+//! panics, close. Every test runs on every backend (`epoll::…`, `poll::…`, `select::…`,
+//! `select_strict::…`).
+
+mod common;
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::time::Duration;
+
+use common::*;
+
+per_backend! {
+    fn call_soon_runs_fifo(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        for i in 0..100 {
+            let log = log.clone();
+            lp.call_soon(move |_| log.push(i.to_string()));
+        }
+        lp.call_soon(|lp| lp.stop());
+        lp.run_forever().unwrap();
+        let expected: Vec<String> = (0..100).map(|i: i32| i.to_string()).collect();
+        assert_eq!(log.get(), expected);
+    }
+
+    fn call_soon_never_runs_synchronously(backend: Backend) {
+        // The seed's opening lesson: scheduling is not running.
+        let lp = new_loop(backend);
+        let log = Log::default();
+        log.push("start");
+        let l = log.clone();
+        lp.call_soon(move |_| l.push("callback"));
+        log.push("end");
+        assert_eq!(log.get(), ["start", "end"]);
+        lp.run_nowait().unwrap();
+        assert_eq!(log.get(), ["start", "end", "callback"]);
+    }
+
+    fn edge_29_snapshot_rule_self_rescheduling_callback_cannot_starve_io(backend: Backend) {
+        // A callback that reschedules itself forever runs once per iteration, and I/O that
+        // becomes ready is still served: the loop polls between passes.
+        let lp = new_loop(backend);
+        let runs = Rc::new(Cell::new(0u64));
+        fn again(lp: &evloop::EventLoop, runs: Rc<Cell<u64>>) {
+            runs.set(runs.get() + 1);
+            lp.call_soon(move |lp| again(lp, runs));
+        }
+        let r = runs.clone();
+        lp.call_soon(move |lp| again(lp, r));
+        let (mut a, b) = pair();
+        let fd = b.as_raw_fd();
+        lp.add_reader(fd, move |lp| {
+            lp.remove_reader(fd);
+            lp.stop();
+        })
+        .unwrap();
+        let start = lp.stats().iterations;
+        lp.call_later(Duration::from_millis(20), move |_| {
+            io::Write::write_all(&mut a, b"x").unwrap();
+        });
+        lp.run_forever().unwrap();
+        let iterations = lp.stats().iterations - start;
+        // Exactly one run per iteration: never more (the snapshot), never fewer.
+        assert_eq!(runs.get(), iterations, "one run of the rescheduling callback per iteration");
+        drop(b);
+    }
+
+    fn callbacks_added_during_a_pass_wait_for_the_next_iteration(backend: Backend) {
+        let lp = new_loop(backend);
+        let seen = Rc::new(Cell::new(0u64));
+        let s = seen.clone();
+        lp.call_soon(move |lp| {
+            let s2 = s.clone();
+            let now = lp.stats().iterations;
+            lp.call_soon(move |lp| {
+                s2.set(lp.stats().iterations - now);
+                lp.stop();
+            });
+        });
+        lp.run_forever().unwrap();
+        assert_eq!(seen.get(), 1, "a call_soon from a callback runs one iteration later");
+    }
+
+    fn edge_30_stop_from_a_callback_finishes_the_pass_then_returns(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let l = log.clone();
+        lp.call_soon(move |lp| {
+            l.push("a");
+            lp.stop();
+        });
+        let l = log.clone();
+        lp.call_soon(move |lp| {
+            l.push("b");
+            let l2 = l.clone();
+            lp.call_soon(move |_| l2.push("c")); // next iteration: after the stop
+        });
+        lp.run_forever().unwrap();
+        assert_eq!(log.get(), ["a", "b"]);
+        assert!(!lp.is_running());
+        // The loop runs again, and the stop request did not stick.
+        lp.call_later(Duration::from_millis(5), |lp| lp.stop());
+        lp.run_forever().unwrap();
+        assert_eq!(log.get(), ["a", "b", "c"]);
+    }
+
+    fn edge_30_stop_before_run_polls_once_without_blocking(backend: Backend) {
+        // asyncio's choice: a pre-stopped run_forever polls once with timeout 0, runs what
+        // is ready, and returns; a timer due later does not run and nothing blocks.
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let l = log.clone();
+        lp.call_later(Duration::from_secs(3600), move |_| l.push("timer"));
+        let l = log.clone();
+        lp.call_soon(move |_| l.push("ready"));
+        lp.stop();
+        lp.run_forever().unwrap();
+        assert_eq!(log.get(), ["ready"]);
+        assert_eq!(lp.stats().iterations, 1);
+    }
+
+    fn edge_31_reentrant_run_is_an_error_not_a_deadlock(backend: Backend) {
+        let lp = new_loop(backend);
+        let errors = Log::default();
+        let e = errors.clone();
+        lp.call_soon(move |lp| {
+            for r in [lp.run_forever(), lp.run_once(), lp.run_nowait()] {
+                let err = r.unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::ResourceBusy);
+                e.push(err.to_string());
+            }
+            // A second loop on the same thread is refused too (one running loop per thread).
+            let other = EventLoop::with_backend(lp.backend()).unwrap();
+            let err = other.run_nowait().unwrap_err();
+            e.push(err.to_string());
+            lp.stop();
+        });
+        lp.run_forever().unwrap();
+        let errors = errors.get();
+        assert_eq!(errors.len(), 4);
+        assert!(errors[0].contains("already running"), "{}", errors[0]);
+        assert!(errors[3].contains("another event loop"), "{}", errors[3]);
+    }
+
+    fn edge_33_a_panicking_callback_propagates_and_the_loop_runs_again(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        lp.call_soon(|_| panic!("boom"));
+        let l = log.clone();
+        lp.call_soon(move |_| l.push("after"));
+        lp.stop(); // a stop request must not survive the panic
+        let r = catch_unwind(AssertUnwindSafe(|| lp.run_forever()));
+        assert_eq!(panic_message(r.unwrap_err()), "boom");
+        assert!(!lp.is_running());
+        assert!(log.get().is_empty(), "the rest of the batch waits for the next run");
+        // The loop is consistent: it runs again, the queued callback runs, and the stale stop
+        // is gone (this run_forever blocks until the timer stops it).
+        let l = log.clone();
+        lp.call_later(Duration::from_millis(10), move |lp| {
+            l.push("timer");
+            lp.stop();
+        });
+        lp.run_forever().unwrap();
+        assert_eq!(log.get(), ["after", "timer"]);
+    }
+
+    fn edge_33_a_panicking_reader_leaves_its_registration_usable(backend: Backend) {
+        let lp = new_loop(backend);
+        let (mut a, mut b) = pair();
+        let fd = b.as_raw_fd();
+        let calls = Rc::new(Cell::new(0));
+        let c = calls.clone();
+        lp.add_reader(fd, move |lp| {
+            c.set(c.get() + 1);
+            if c.get() == 1 {
+                panic!("reader panics once");
+            }
+            drain(&mut b);
+            lp.stop();
+        })
+        .unwrap();
+        io::Write::write_all(&mut a, b"x").unwrap();
+        assert!(catch_unwind(AssertUnwindSafe(|| lp.run_forever())).is_err());
+        lp.run_forever().unwrap();
+        assert_eq!(calls.get(), 2);
+        assert!(lp.has_reader(fd));
+    }
+
+    fn edge_32_close_rules(backend: Backend) {
+        let lp = new_loop(backend);
+        // close() from inside the loop fails.
+        lp.call_soon(|lp| {
+            let err = lp.close().unwrap_err();
+            assert!(err.to_string().contains("running"), "{err}");
+            lp.stop();
+        });
+        lp.run_forever().unwrap();
+        let remote = lp.remote();
+        let (_a, b) = pair();
+        lp.add_reader(b.as_raw_fd(), |_| {}).unwrap();
+        let dropped = DropCounter::default();
+        let t = dropped.token();
+        lp.call_soon(move |_| drop(t));
+        lp.close().unwrap();
+        lp.close().unwrap(); // idempotent
+        assert!(lp.is_closed());
+        assert_eq!(dropped.dropped(), 1, "pending callbacks are dropped by close");
+        assert!(!lp.remove_reader(b.as_raw_fd()), "remove after close returns false");
+        let err = lp.add_reader(b.as_raw_fd(), |_| {}).unwrap_err();
+        assert!(err.to_string().contains("closed"), "{err}");
+        assert!(lp.run_forever().unwrap_err().to_string().contains("closed"));
+        assert!(lp.run_once().is_err());
+        assert_eq!(remote.call_soon_threadsafe(|_| {}), Err(evloop::LoopClosed));
+        assert!(remote.is_closed());
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            lp.call_soon(|_| {});
+        }));
+        let msg = panic_message(panicked.unwrap_err());
+        assert!(msg.contains("closed"), "{msg}");
+        assert!(lp.backend_fd().is_none());
+    }
+
+    fn dropping_a_loop_releases_every_pending_callback(backend: Backend) {
+        // No Rc cycle: callbacks receive &EventLoop, so they hold no clone of it.
+        let dropped = DropCounter::default();
+        let remote_dropped = std::sync::Arc::new(());
+        let (_a, b) = pair();
+        {
+            let lp = EventLoop::with_backend(backend).unwrap();
+            let t = dropped.token();
+            lp.call_soon(move |_| drop(t));
+            let t = dropped.token();
+            lp.call_later(Duration::from_secs(60), move |_| drop(t));
+            let t = dropped.token();
+            lp.add_reader(b.as_raw_fd(), move |_| {
+                let _ = &t;
+            })
+            .unwrap();
+            let t = dropped.token();
+            lp.add_writer(b.as_raw_fd(), move |_| {
+                let _ = &t;
+            })
+            .unwrap();
+            // A threadsafe callback queued but never run is released too.
+            let arc = remote_dropped.clone();
+            lp.remote()
+                .call_soon_threadsafe(move |_| {
+                    let _ = &arc;
+                })
+                .unwrap();
+            assert_eq!(dropped.dropped(), 0);
+            assert_eq!(std::sync::Arc::strong_count(&remote_dropped), 2);
+        }
+        assert_eq!(dropped.dropped(), 4);
+        assert_eq!(std::sync::Arc::strong_count(&remote_dropped), 1);
+    }
+
+    fn current_is_the_running_loop_and_none_outside(backend: Backend) {
+        let lp = new_loop(backend);
+        assert!(evloop::try_current().is_none());
+        let outside = catch_unwind(|| evloop::current());
+        let msg = panic_message(outside.unwrap_err());
+        assert!(msg.contains("outside a running event loop"), "{msg}");
+        lp.call_soon(|lp| {
+            assert_eq!(evloop::current().backend(), lp.backend());
+            lp.stop();
+        });
+        lp.run_forever().unwrap();
+        assert!(evloop::try_current().is_none());
+    }
+
+    fn handles_cancel_idempotently_and_say_where_they_were_made(backend: Backend) {
+        let lp = new_loop(backend);
+        let ran = Rc::new(Cell::new(0));
+        let r = ran.clone();
+        let h = lp.call_soon(move |_| r.set(r.get() + 1));
+        let dbg = format!("{h:?}");
+        assert!(dbg.contains("event_loop.rs"), "{dbg}");
+        assert!(dbg.contains("Queued"), "{dbg}");
+        h.cancel();
+        h.cancel();
+        assert!(h.is_cancelled());
+        let r = ran.clone();
+        let done = lp.call_soon(move |_| r.set(r.get() + 10));
+        lp.run_nowait().unwrap();
+        assert_eq!(ran.get(), 10, "the cancelled callback never ran");
+        assert!(done.is_done());
+        done.cancel(); // a no-op after it ran
+        assert!(!done.is_cancelled());
+        assert_eq!(lp.stats().cancelled_skipped, 1);
+    }
+
+    fn run_once_blocks_until_something_happens(backend: Backend) {
+        let lp = new_loop(backend);
+        let t = lp.time();
+        lp.call_later(Duration::from_millis(30), |_| {});
+        lp.run_once().unwrap();
+        assert!(lp.time() - t >= Duration::from_millis(30), "run_once waited for the timer");
+        assert_eq!(lp.stats().timers_fired, 1);
+    }
+
+    fn stats_count_what_happened(backend: Backend) {
+        let lp = new_loop(backend);
+        let (mut a, mut b) = pair();
+        let fd = b.as_raw_fd();
+        lp.add_reader(fd, move |lp| {
+            drain(&mut b);
+            lp.remove_reader(fd);
+            lp.stop();
+        })
+        .unwrap();
+        io::Write::write_all(&mut a, b"x").unwrap();
+        let t = lp.call_later(Duration::from_secs(60), |_| {});
+        t.cancel();
+        lp.call_soon(|_| {});
+        lp.run_forever().unwrap();
+        let s = lp.stats();
+        assert!(s.iterations >= 1);
+        assert!(s.events >= 1);
+        assert_eq!(s.timers_cancelled, 1);
+        assert_eq!(s.callbacks_run, 2);
+        assert_eq!(s.fds, 0);
+        assert_eq!(s.timers, 1, "the watchdog");
+    }
+}
+
+#[test]
+fn backend_from_env_default_is_available() {
+    let b = Backend::platform_default();
+    assert!(Backend::available().contains(&b));
+}

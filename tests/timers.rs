@@ -1,0 +1,195 @@
+//! Timers on the real loop, every backend: never early (real clock, "not early" only),
+//! no sub-millisecond spin, FIFO ties, past and huge deadlines, cancellation.
+//! Exact ordering of the heap itself is unit-tested with a virtual clock in `src/timers.rs`.
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+per_backend! {
+    fn edge_42_timers_never_fire_early(backend: Backend) {
+        let lp = new_loop(backend);
+        let delays_us = [0u64, 50, 100, 300, 900, 1_000, 1_500, 2_000, 5_000, 20_000];
+        let late = Rc::new(RefCell::new(Vec::new()));
+        let remaining = Rc::new(Cell::new(0));
+        for round in 0..10 {
+            for &us in &delays_us {
+                let delay = Duration::from_micros(us + round);
+                let start = lp.time();
+                let late = late.clone();
+                let remaining = remaining.clone();
+                remaining.set(remaining.get() + 1);
+                lp.call_later(delay, move |lp| {
+                    let elapsed = lp.time() - start;
+                    late.borrow_mut().push((delay, elapsed));
+                    remaining.set(remaining.get() - 1);
+                    if remaining.get() == 0 {
+                        lp.stop();
+                    }
+                });
+            }
+        }
+        lp.run_forever().unwrap();
+        let late = late.borrow();
+        assert_eq!(late.len(), delays_us.len() * 10);
+        for (delay, elapsed) in late.iter() {
+            assert!(elapsed >= delay, "fired early: asked {delay:?}, ran after {elapsed:?}");
+        }
+    }
+
+    fn edge_03_sub_millisecond_timer_does_not_spin(backend: Backend) {
+        // 0.3 ms rounded *down* would be a zero timeout, and the loop would spin until the
+        // deadline. Rounded up, it takes a couple of iterations at most.
+        for us in [100u64, 300, 900] {
+            let lp = new_loop(backend);
+            let before = lp.stats().iterations;
+            lp.call_later(Duration::from_micros(us), |lp| lp.stop());
+            lp.run_forever().unwrap();
+            let iterations = lp.stats().iterations - before;
+            assert!(iterations <= 4, "{us} µs timer took {iterations} iterations: a zero-timeout spin");
+        }
+    }
+
+    fn edge_36_equal_deadlines_run_in_scheduling_order(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let when = lp.time() + Duration::from_millis(5);
+        for i in 0..200 {
+            let log = log.clone();
+            lp.call_at(when, move |_| log.push(i.to_string()));
+        }
+        lp.call_at(when, |lp| lp.stop());
+        lp.run_forever().unwrap();
+        let expected: Vec<String> = (0..200).map(|i: i32| i.to_string()).collect();
+        assert_eq!(log.get(), expected);
+    }
+
+    fn edge_39_past_deadlines_keep_their_order_and_zero_delay_is_not_synchronous(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let now = lp.time();
+        let l = log.clone();
+        lp.call_at(now - Duration::from_secs(1), move |_| l.push("a (-1 s)"));
+        let l = log.clone();
+        lp.call_at(now - Duration::from_secs(2), move |_| l.push("b (-2 s)"));
+        let l = log.clone();
+        lp.call_later(Duration::ZERO, move |_| l.push("c (0)"));
+        assert!(log.get().is_empty(), "nothing runs before the loop does");
+        lp.run_nowait().unwrap();
+        assert_eq!(log.get(), ["b (-2 s)", "a (-1 s)", "c (0)"]);
+    }
+
+    fn edge_40_huge_delays_saturate_and_do_not_disturb_small_ones(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        for d in [Duration::MAX, Duration::from_secs(u64::MAX / 2), Duration::from_secs(1 << 40)] {
+            let l = log.clone();
+            let h = lp.call_later(d, move |_| l.push("huge"));
+            assert!(h.when() > lp.time() + Duration::from_secs(365 * 24 * 3600));
+        }
+        let h = lp.call_at(lp.time() + evloop::MAX_DELAY + Duration::from_secs(5), |_| {});
+        assert!(h.when() <= lp.time() + evloop::MAX_DELAY);
+        let l = log.clone();
+        lp.call_later(Duration::from_millis(1), move |lp| {
+            l.push("1 ms");
+            lp.stop();
+        });
+        lp.run_forever().unwrap();
+        assert_eq!(log.get(), ["1 ms"]);
+    }
+
+    fn edge_37_a_timer_cancelled_by_another_in_the_same_batch_does_not_run(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let when = lp.time() + Duration::from_millis(2);
+        let victim: Rc<RefCell<Option<evloop::TimerHandle>>> = Rc::default();
+        let v = victim.clone();
+        let l = log.clone();
+        lp.call_at(when, move |_| {
+            l.push("first");
+            v.borrow().as_ref().unwrap().cancel();
+        });
+        let l = log.clone();
+        *victim.borrow_mut() = Some(lp.call_at(when, move |_| l.push("victim")));
+        lp.call_at(when + Duration::from_millis(1), |lp| lp.stop());
+        lp.run_forever().unwrap();
+        assert_eq!(log.get(), ["first"]);
+        assert!(victim.borrow().as_ref().unwrap().is_cancelled());
+    }
+
+    fn edge_38_a_cancelled_near_timer_causes_no_wakeup(backend: Backend) {
+        let lp = new_loop(backend);
+        let near = lp.call_later(Duration::from_millis(5), |_| panic!("cancelled"));
+        lp.call_later(Duration::from_millis(60), |_| {});
+        near.cancel();
+        let before = lp.stats().iterations;
+        let start = Instant::now();
+        lp.run_once().unwrap();
+        // One iteration slept until the live timer: the cancelled one set no deadline.
+        assert!(start.elapsed() >= Duration::from_millis(60));
+        assert_eq!(lp.stats().iterations - before, 1);
+        assert_eq!(lp.stats().timers_fired, 1);
+    }
+
+    fn cancelled_timers_do_not_pile_up(backend: Backend) {
+        let lp = new_loop(backend);
+        for _ in 0..10_000 {
+            lp.call_later(Duration::from_secs(100), |_| {}).cancel();
+        }
+        lp.run_nowait().unwrap();
+        assert_eq!(lp.stats().timers, 1, "only the watchdog is live");
+        assert_eq!(lp.stats().timers_cancelled, 10_000);
+    }
+
+    fn a_zero_delay_timer_rearmed_in_its_own_callback_does_not_starve_the_loop(backend: Backend) {
+        let lp = new_loop(backend);
+        let fires = Rc::new(Cell::new(0u32));
+        fn rearm(lp: &evloop::EventLoop, fires: Rc<Cell<u32>>) {
+            fires.set(fires.get() + 1);
+            lp.call_later(Duration::ZERO, move |lp| rearm(lp, fires));
+        }
+        let f = fires.clone();
+        lp.call_soon(move |lp| rearm(lp, f));
+        lp.call_later(Duration::from_millis(20), |lp| lp.stop());
+        lp.run_forever().unwrap();
+        assert!(fires.get() > 1);
+    }
+
+    fn timer_handles_report_state_and_when(backend: Backend) {
+        let lp = new_loop(backend);
+        let t0 = lp.time();
+        let h = lp.call_later(Duration::from_millis(3), |_| {});
+        assert!(h.when() >= t0 + Duration::from_millis(3));
+        let dbg = format!("{h:?}");
+        assert!(dbg.contains("Scheduled") && dbg.contains("timers.rs"), "{dbg}");
+        assert!(!h.is_done() && !h.is_cancelled());
+        lp.call_later(Duration::from_millis(5), |lp| lp.stop());
+        lp.run_forever().unwrap();
+        assert!(h.is_done());
+        h.cancel();
+        assert!(!h.is_cancelled(), "cancel after it ran is a no-op");
+        assert_eq!(lp.stats().timers_cancelled, 0);
+    }
+
+    fn call_later_uses_a_fresh_clock_after_a_slow_callback(backend: Backend) {
+        // EDGE_CASES 43: "now" is not cached per iteration, so a delay scheduled after a slow
+        // callback still counts from the moment call_later was called.
+        let lp = new_loop(backend);
+        let result = Rc::new(Cell::new(None));
+        let r = result.clone();
+        lp.call_soon(move |lp| {
+            std::thread::sleep(Duration::from_millis(30));
+            let scheduled = Instant::now();
+            lp.call_later(Duration::from_millis(20), move |lp| {
+                r.set(Some(scheduled.elapsed()));
+                lp.stop();
+            });
+        });
+        lp.run_forever().unwrap();
+        assert!(result.get().unwrap() >= Duration::from_millis(20));
+    }
+}
