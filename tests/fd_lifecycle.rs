@@ -1,0 +1,179 @@
+//! The fd lifecycle on every backend: reuse of a number inside one callback, a registered fd
+//! closed behind the loop's back, a closed fd kept alive by a `dup`, and fds at or above
+//! `FD_SETSIZE`. Its own test binary: it raises `RLIMIT_NOFILE` (process-wide) and places
+//! its fds at high, per-test numbers so that parallel tests cannot take a number it reuses.
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::io::{self, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use common::*;
+use evloop::sys::fd::dup_at_least;
+
+/// A private range of fd numbers for one test.
+fn private_base() -> RawFd {
+    static NEXT: AtomicI32 = AtomicI32::new(0);
+    let (soft, _) = evloop::sys::fd::raise_nofile_limit().unwrap();
+    assert!(
+        soft >= 4096,
+        "these tests need RLIMIT_NOFILE >= 4096 (have {soft})"
+    );
+    1100 + NEXT.fetch_add(1, Ordering::Relaxed) * 16
+}
+
+/// A socket pair whose second end is moved to the lowest free number >= `at`.
+fn pair_at(at: RawFd) -> (UnixStream, UnixStream) {
+    let (a, b) = pair();
+    let moved: OwnedFd = dup_at_least(b.as_fd(), at).unwrap();
+    drop(b);
+    (a, UnixStream::from(moved))
+}
+
+fn spin_guard(lp: &evloop::EventLoop, window: Duration) -> u64 {
+    // Runs the loop for `window` and returns how many iterations it took: a loop that spins
+    // on a stale or closed fd makes thousands; a quiet one a handful.
+    let before = lp.stats().iterations;
+    lp.call_later(window, |lp| lp.stop());
+    lp.run_forever().unwrap();
+    lp.stats().iterations - before
+}
+
+fn base_for(backend: Backend) -> RawFd {
+    // Strict select refuses fds >= 1024; use numbers below it for that backend.
+    if backend == Backend::SelectStrict {
+        static NEXT: AtomicI32 = AtomicI32::new(0);
+        900 + NEXT.fetch_add(1, Ordering::Relaxed) * 8
+    } else {
+        private_base()
+    }
+}
+
+per_backend! {
+    fn edge_10_remove_close_reopen_same_number_add_in_one_callback(backend: Backend) {
+        let lp = new_loop(backend);
+        let base = base_for(backend);
+        let (_a_old, b_old) = pair_at(base);
+        let fd = b_old.as_raw_fd();
+        lp.add_reader(fd, |_| panic!("the old reader must not run")).unwrap();
+        lp.run_nowait().unwrap(); // the old socket is now registered in the kernel
+        let new_peer: Rc<RefCell<Option<UnixStream>>> = Rc::default();
+        let new_end: Rc<RefCell<Option<UnixStream>>> = Rc::default();
+        let got = Rc::new(Cell::new(0));
+        let (np, ne, g) = (new_peer.clone(), new_end.clone(), got.clone());
+        let mut old = Some(b_old);
+        lp.call_soon(move |lp| {
+            // All in one callback: remove, close, reopen the same number, add.
+            assert!(lp.remove_reader(fd));
+            drop(old.take());
+            let (peer, end) = pair_at(base);
+            assert_eq!(end.as_raw_fd(), fd, "the kernel reused the number");
+            let ne2 = ne.clone();
+            lp.add_reader(fd, move |lp| {
+                g.set(g.get() + drain(ne2.borrow_mut().as_mut().unwrap()));
+                lp.stop();
+            })
+            .unwrap();
+            *np.borrow_mut() = Some(peer);
+            *ne.borrow_mut() = Some(end);
+        });
+        lp.run_nowait().unwrap();
+        new_peer.borrow_mut().as_mut().unwrap().write_all(b"new").unwrap();
+        lp.run_forever().unwrap();
+        assert_eq!(got.get(), 3, "the new socket's data reached the new reader");
+    }
+
+    fn edge_08_a_registered_fd_closed_behind_the_loops_back_does_not_spin(backend: Backend) {
+        // Documented difference: poll and select report the closed fd once as an error
+        // (the reader runs and its read fails with EBADF); epoll drops it silently, so the
+        // reader never runs. No backend spins.
+        let lp = new_loop(backend);
+        let base = base_for(backend);
+        let (_a, b) = pair_at(base);
+        let fd = b.as_raw_fd();
+        let calls = Rc::new(Cell::new(0));
+        let c = calls.clone();
+        lp.add_reader(fd, move |_| c.set(c.get() + 1)).unwrap();
+        lp.run_nowait().unwrap();
+        drop(b); // closed without remove_reader
+        let iterations = spin_guard(&lp, Duration::from_millis(50));
+        assert!(iterations < 20, "{iterations} iterations in 50 ms: the loop spins");
+        match backend {
+            Backend::Poll | Backend::Select | Backend::SelectStrict => assert_eq!(calls.get(), 1),
+            _ => assert_eq!(calls.get(), 0),
+        }
+        // Removing it afterwards works on every backend.
+        assert!(lp.remove_reader(fd));
+        lp.run_nowait().unwrap();
+        assert_eq!(lp.stats().fds, 0);
+    }
+
+    fn edge_09_a_closed_fd_kept_alive_by_a_dup_does_not_haunt_its_number(backend: Backend) {
+        // epoll registers the open file *description*: closing our number while a dup lives
+        // keeps the registration, and it reports events under the old number. The epoll
+        // backend detects the stale generation and rebuilds itself; poll and select watch
+        // numbers and never see the old file again.
+        let lp = new_loop(backend);
+        let base = base_for(backend);
+        let (mut a_old, b_old) = pair_at(base);
+        let fd = b_old.as_raw_fd();
+        let dup = dup_at_least(b_old.as_fd(), base + 8).unwrap();
+        lp.add_reader(fd, |_| panic!("the old reader must not run")).unwrap();
+        lp.run_nowait().unwrap();
+        lp.remove_reader(fd);
+        drop(b_old); // the dup keeps the file open
+        a_old.write_all(b"old data, readable forever").unwrap();
+        // The number is reused by a new socket with its own reader.
+        let (mut a_new, b_new) = pair_at(base);
+        assert_eq!(b_new.as_raw_fd(), fd);
+        let calls = Rc::new(Cell::new(0));
+        let c = calls.clone();
+        let mut b_new = b_new;
+        lp.add_reader(fd, move |_| {
+            c.set(c.get() + 1);
+            drain(&mut b_new);
+        })
+        .unwrap();
+        // The old file is readable, the new one is not: the new reader must stay quiet and
+        // the loop must not spin.
+        let iterations = spin_guard(&lp, Duration::from_millis(50));
+        assert!(iterations < 20, "{iterations} iterations in 50 ms: spinning on a stale fd");
+        assert!(calls.get() <= 1, "the new reader ran {} times for the old file", calls.get());
+        let quiet = calls.get();
+        a_new.write_all(b"new").unwrap();
+        spin_guard(&lp, Duration::from_millis(20));
+        assert_eq!(calls.get(), quiet + 1, "the new file's event reached the new reader");
+        drop(dup);
+    }
+}
+
+#[test]
+fn edge_15_fds_at_or_above_fd_setsize() {
+    let _ = private_base(); // raises the limit
+    for backend in Backend::available() {
+        let lp = new_loop(backend);
+        let (mut a, b) = pair_at(1500 + backend as i32 * 10);
+        let fd = b.as_raw_fd();
+        assert!(fd >= 1024);
+        let result = lp.add_reader(fd, |lp| lp.stop());
+        if backend == Backend::SelectStrict {
+            let err = result.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+            assert!(err.to_string().contains("FD_SETSIZE"), "{err}");
+            assert!(!lp.has_reader(fd));
+            continue;
+        }
+        result.unwrap();
+        a.write_all(b"x").unwrap();
+        lp.run_forever().unwrap();
+        assert!(
+            lp.remove_reader(fd),
+            "{backend}: the reader ran for fd {fd}"
+        );
+    }
+}
