@@ -17,7 +17,10 @@
 //!   (a new epoll fd with every live registration copied over), which is the only way to get
 //!   rid of a registration that can no longer be named. Rare, O(registered), and counted in
 //!   [`EpollSelector::rebuilds`].
-//! - `EPOLL_CTL_DEL` with `EBADF`/`ENOENT`/`EPERM` is harmless [18, 19]; `reregister` uses
+//! - `EPOLL_CTL_DEL` with `EBADF`/`ENOENT`/`EPERM` is harmless [18, 19]; `register` retries an
+//!   `EEXIST` from `EPOLL_CTL_ADD` as `EPOLL_CTL_MOD` (a registration that survived its number's
+//!   close, now dup'ed back) [18], and `modify` retries an `ENOENT` from `EPOLL_CTL_MOD` as
+//!   `EPOLL_CTL_ADD` (the number was closed and reused by a new file) [18]; `reregister` uses
 //!   `EPOLL_CTL_ADD` and reads `EEXIST` as "same file, still registered" [18].
 //! - A regular file or directory gives `EPERM` [16]; the error message says why.
 
@@ -130,8 +133,16 @@ impl Selector for EpollSelector {
     fn register(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
         check_register(Backend::Epoll, fd, interest, self.registered.contains(fd))?;
         let generation = self.generation();
-        self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation)
-            .map_err(|e| error(Backend::Epoll, Op::Register, fd, e))?;
+        match self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation) {
+            Ok(()) => {}
+            // We hold no registration for `fd`, yet the kernel does: an earlier one whose
+            // number was closed while a dup kept the file alive (so our DEL got EBADF), and the
+            // same file is back under the same number (`dup2`). Take it over with MOD [18].
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => self
+                .ctl(libc::EPOLL_CTL_MOD, fd, interest, generation)
+                .map_err(|e| error(Backend::Epoll, Op::Register, fd, e))?,
+            Err(e) => return Err(error(Backend::Epoll, Op::Register, fd, e)),
+        }
         self.registered.insert(fd, (interest, generation));
         Ok(())
     }
@@ -145,9 +156,19 @@ impl Selector for EpollSelector {
             Some(interest),
             known.is_some(),
         )?;
-        let (_, generation) = known.unwrap_or_default();
-        self.ctl(libc::EPOLL_CTL_MOD, fd, interest, generation)
-            .map_err(|e| error(Backend::Epoll, Op::Modify, fd, e))?;
+        let (_, mut generation) = known.unwrap_or_default();
+        match self.ctl(libc::EPOLL_CTL_MOD, fd, interest, generation) {
+            Ok(()) => {}
+            // The number was closed and reused by a file the kernel does not watch: watch the
+            // new file, as poll and select do, under a new generation so that events of the
+            // old one (if a dup keeps it registered) are recognised as stale [18].
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                generation = self.generation();
+                self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation)
+                    .map_err(|e| error(Backend::Epoll, Op::Modify, fd, e))?;
+            }
+            Err(e) => return Err(error(Backend::Epoll, Op::Modify, fd, e)),
+        }
         self.registered.insert(fd, (interest, generation));
         Ok(())
     }

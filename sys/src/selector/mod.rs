@@ -143,8 +143,11 @@ impl Event {
 }
 
 /// A reusable buffer of events filled by [`Selector::select`]. It never grows inside
-/// `select`: at most `capacity` events come back per call, the rest on the next call (the
-/// kernel round-robins its ready list, so nothing starves; EDGE_CASES 6).
+/// `select`: at most `capacity` events come back per call, the rest on a later call
+/// (EDGE_CASES 6). epoll round-robins its ready list, so nothing starves there; poll and
+/// select scan from the lowest fd, so with more ready fds than `capacity` the higher ones
+/// wait until the lower ones are drained. The loop doubles its buffer whenever a wait fills
+/// it, so this only lasts until the buffer fits the ready set.
 #[derive(Debug)]
 pub struct Events {
     list: Vec<Event>,

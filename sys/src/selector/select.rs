@@ -37,6 +37,7 @@ use crate::timeout::to_timeval;
 type Word = libc::c_ulong;
 const BITS: usize = Word::BITS as usize;
 /// glibc's (and every BSD's default) `FD_SETSIZE`.
+#[allow(clippy::unnecessary_cast)] // `usize` on Linux, `c_int` elsewhere
 pub const FD_SETSIZE: usize = libc::FD_SETSIZE as usize;
 
 /// The select selector. See the module docs for the two modes.
@@ -126,20 +127,22 @@ impl SelectSelector {
             .unwrap_or(0);
     }
 
-    /// After `EBADF`: find the registered fds that are closed, report and park them.
+    /// After `EBADF`: find the registered fds that are closed, report and park them. Only as
+    /// many as `events` holds: the others stay in the sets, so the next call fails with
+    /// `EBADF` again and reports them then (a closed fd parked unreported would leave its
+    /// owner waiting forever).
     fn evict_closed(&mut self, events: &mut Events) {
         let closed: Vec<(RawFd, Interest)> = self
             .registered
             .iter()
             .filter(|(fd, &(_, parked))| !parked && !crate::fd::is_open(*fd))
             .map(|(fd, &(i, _))| (fd, i))
+            .take(events.capacity() - events.len())
             .collect();
         for (fd, interest) in closed {
             self.set_bits(fd, Interest::NONE);
             self.registered.insert(fd, (interest, true));
-            if !events.is_full() {
-                events.push(Event::masked(fd, interest, false, false, true, false));
-            }
+            events.push(Event::masked(fd, interest, false, false, true, false));
         }
         self.recompute_nfds();
     }
