@@ -1,0 +1,317 @@
+//! The floors of the scaling benchmark: libevent's `bench.c` workload written directly on
+//! `epoll_wait`, `poll` and `select`, with no abstraction at all.
+//!
+//! A measuring instrument, not part of the event loop: `benches/scaling.rs` runs the same
+//! rounds through evloop and through these functions, in the same process, on the same fds,
+//! so every evloop figure comes with its ratio to what the bare syscalls cost. It lives in this
+//! crate because every syscall of the project does.
+//!
+//! The workload (the reference definition is `peers/scaling/common.h` beside the repository):
+//! fd `i` is watched for reading; writing `wfd[i]` makes `rfd[i]` readable. A round primes A
+//! fds, then loop passes run until every byte written has been read; each read callback reads
+//! one byte from `rfd[i]` and, while the write budget lasts, writes one byte to
+//! `wfd[(i + 1) % n]`: the tokens march around the ring, one hop per callback.
+//!
+//! Linux only for now (the kqueue floor arrives with the kqueue backend).
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::cvt::{cvt, cvt_wait};
+
+/// The chain's counters and fds: the state a round mutates, shared by the floors and by the
+/// evloop side of the benchmark (which keeps its own copy in `Cell`s).
+#[derive(Debug)]
+pub struct Chain<'fd> {
+    rfd: Vec<BorrowedFd<'fd>>,
+    wfd: Vec<BorrowedFd<'fd>>,
+    /// Bytes read this round.
+    pub count: u64,
+    /// Bytes written this round (A primed + chained).
+    pub fired: u64,
+    /// Chained writes left this round.
+    pub writes_left: u64,
+    /// Failed reads or writes (must stay 0).
+    pub failures: u64,
+    /// Loop passes (backend calls) this round.
+    pub loops: u64,
+}
+
+impl<'fd> Chain<'fd> {
+    /// A chain over `rfd[i]` (watched) and `wfd[i]` (written to make `rfd[i]` readable).
+    ///
+    /// # Panics
+    /// If the two lists differ in length.
+    pub fn new(rfd: Vec<BorrowedFd<'fd>>, wfd: Vec<BorrowedFd<'fd>>) -> Chain<'fd> {
+        assert_eq!(rfd.len(), wfd.len());
+        Chain {
+            rfd,
+            wfd,
+            count: 0,
+            fired: 0,
+            writes_left: 0,
+            failures: 0,
+            loops: 0,
+        }
+    }
+
+    /// How many watched fds.
+    pub fn len(&self) -> usize {
+        self.rfd.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.rfd.is_empty()
+    }
+
+    /// The untimed start of a round: reset the counters, give the round `w` chained writes,
+    /// and write one byte to each of `a` fds spaced `n / a` apart.
+    pub fn prime(&mut self, a: usize, w: u64) {
+        self.count = 0;
+        self.fired = 0;
+        self.loops = 0;
+        self.writes_left = w;
+        let space = self.len() / a;
+        for i in 0..a {
+            if write1(self.wfd[i * space].as_raw_fd()) != 1 {
+                self.failures += 1;
+            }
+            self.fired += 1;
+        }
+    }
+
+    /// Whether the round is over: every byte written has been read.
+    pub fn done(&self) -> bool {
+        self.count == self.fired
+    }
+
+    /// The read callback of bench.c, on watcher `idx`.
+    #[inline]
+    pub fn on_read(&mut self, idx: usize) {
+        if read1(self.rfd[idx].as_raw_fd()) == 1 {
+            self.count += 1;
+        } else {
+            self.failures += 1;
+        }
+        if self.writes_left > 0 {
+            let next = if idx + 1 == self.len() { 0 } else { idx + 1 };
+            if write1(self.wfd[next].as_raw_fd()) != 1 {
+                self.failures += 1;
+            }
+            self.writes_left -= 1;
+            self.fired += 1;
+        }
+    }
+
+    /// The raw fd numbers of the watched fds.
+    pub fn read_fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.rfd.iter().map(|fd| fd.as_raw_fd())
+    }
+}
+
+/// One byte in, with `read(2)`; returns what `read` returned.
+#[inline]
+pub fn read1(fd: RawFd) -> isize {
+    let mut ch = 0u8;
+    // SAFETY: `ch` is a valid, writable byte for the duration of the call; a bad fd only
+    // makes read fail.
+    unsafe { libc::read(fd, (&mut ch as *mut u8).cast(), 1) }
+}
+
+/// One byte out, with `write(2)`; returns what `write` returned.
+#[inline]
+pub fn write1(fd: RawFd) -> isize {
+    // SAFETY: the static byte is valid for reads for the duration of the call.
+    unsafe { libc::write(fd, b"e".as_ptr().cast(), 1) }
+}
+
+/// Which syscall a floor uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloorKind {
+    /// `epoll_wait`, level-triggered `EPOLLIN`, `maxevents = min(n, 1024)`.
+    Epoll,
+    /// `poll` on a persistent pollfd array, scanning until the ready count is seen.
+    Poll,
+    /// `select` on heap bit arrays sized to the highest fd (works past `FD_SETSIZE` on Linux).
+    Select,
+}
+
+/// A floor: the kernel object (or arrays) for one chain, built by [`Floor::new`] (the part
+/// timed as setup), then driven round by round by [`Floor::run_round`].
+#[derive(Debug)]
+pub struct Floor {
+    kind: FloorKind,
+    epfd: Option<OwnedFd>,
+    events: Vec<libc::epoll_event>,
+    pollfds: Vec<libc::pollfd>,
+    /// select: fd -> watcher index, the master set, the working set.
+    index: Vec<usize>,
+    master: Vec<libc::c_ulong>,
+    work: Vec<libc::c_ulong>,
+    nfds: usize,
+}
+
+const WORD: usize = libc::c_ulong::BITS as usize;
+
+impl Floor {
+    /// Registers every watched fd of `chain` with the `kind` syscall's structures and makes
+    /// one non-blocking pass, like the peers' setup.
+    ///
+    /// # Errors
+    /// The OS error of `epoll_create1`/`epoll_ctl`.
+    pub fn new(kind: FloorKind, chain: &Chain<'_>) -> io::Result<Floor> {
+        let mut f = Floor {
+            kind,
+            epfd: None,
+            events: Vec::new(),
+            pollfds: Vec::new(),
+            index: Vec::new(),
+            master: Vec::new(),
+            work: Vec::new(),
+            nfds: 0,
+        };
+        match kind {
+            FloorKind::Epoll => f.setup_epoll(chain)?,
+            FloorKind::Poll => {
+                f.pollfds = chain
+                    .read_fds()
+                    .map(|fd| libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    })
+                    .collect();
+            }
+            FloorKind::Select => {
+                let max = chain.read_fds().max().unwrap_or(0) as usize;
+                f.nfds = max + 1;
+                let words = f
+                    .nfds
+                    .div_ceil(WORD)
+                    .max(crate::selector::select::FD_SETSIZE / WORD);
+                f.master = vec![0; words];
+                f.work = vec![0; words];
+                f.index = vec![usize::MAX; f.nfds];
+                for (i, fd) in chain.read_fds().enumerate() {
+                    let fd = fd as usize;
+                    f.master[fd / WORD] |= 1 << (fd % WORD);
+                    f.index[fd] = i;
+                }
+            }
+        }
+        let mut scratch = Chain::new(Vec::new(), Vec::new());
+        f.pass(&mut scratch, false)?;
+        Ok(f)
+    }
+
+    fn setup_epoll(&mut self, chain: &Chain<'_>) -> io::Result<()> {
+        // SAFETY: epoll_create1 takes a flag and touches no memory.
+        let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: `ep` was just created and is owned by nobody else.
+        let ep = unsafe { OwnedFd::from_raw_fd(ep) };
+        for (i, fd) in chain.read_fds().enumerate() {
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: i as u64,
+            };
+            // SAFETY: `ev` is valid for the call; `fd` is a borrowed, open fd.
+            cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        }
+        self.events = vec![libc::epoll_event { events: 0, u64: 0 }; chain.len().clamp(1, 1024)];
+        self.epfd = Some(ep);
+        Ok(())
+    }
+
+    /// Runs loop passes until the round is done (`chain.done()`), counting them in
+    /// `chain.loops`. `block` lets each pass wait with an infinite timeout (`wait=block`).
+    ///
+    /// # Errors
+    /// An unexpected error of the wait syscall.
+    pub fn run_round(&mut self, chain: &mut Chain<'_>, block: bool) -> io::Result<()> {
+        while !chain.done() {
+            self.pass(chain, block)?;
+            chain.loops += 1;
+        }
+        Ok(())
+    }
+
+    /// One backend call and its dispatch.
+    fn pass(&mut self, chain: &mut Chain<'_>, block: bool) -> io::Result<()> {
+        let timeout_ms = if block { -1 } else { 0 };
+        match self.kind {
+            FloorKind::Epoll => {
+                let ep = self.epfd.as_ref().map_or(-1, |e| e.as_raw_fd());
+                // SAFETY: `events` holds `len >= 1` initialised entries the kernel may
+                // overwrite, and we pass that length.
+                let n = cvt_wait(unsafe {
+                    libc::epoll_wait(
+                        ep,
+                        self.events.as_mut_ptr(),
+                        self.events.len() as libc::c_int,
+                        timeout_ms,
+                    )
+                })?;
+                for ev in &self.events[..n] {
+                    chain.on_read(ev.u64 as usize);
+                }
+            }
+            FloorKind::Poll => {
+                // SAFETY: `pollfds` is a valid array of `len` pollfds.
+                let mut n = cvt_wait(unsafe {
+                    libc::poll(
+                        self.pollfds.as_mut_ptr(),
+                        self.pollfds.len() as libc::nfds_t,
+                        timeout_ms,
+                    )
+                })?;
+                let mut i = 0;
+                while n > 0 && i < self.pollfds.len() {
+                    if self.pollfds[i].revents != 0 {
+                        n -= 1;
+                        chain.on_read(i);
+                    }
+                    i += 1;
+                }
+            }
+            FloorKind::Select => {
+                let words = self.nfds.div_ceil(WORD);
+                self.work[..words].copy_from_slice(&self.master[..words]);
+                let mut tv = libc::timeval {
+                    tv_sec: 0,
+                    tv_usec: 0,
+                };
+                let tvp = if block {
+                    std::ptr::null_mut()
+                } else {
+                    &mut tv as *mut libc::timeval
+                };
+                // SAFETY: `work` has at least `ceil(nfds / WORD)` words (and at least
+                // FD_SETSIZE bits), which is all the kernel reads and writes for `nfds`;
+                // `tvp` is null or points at a live timeval.
+                let mut n = cvt_wait(unsafe {
+                    libc::select(
+                        self.nfds as libc::c_int,
+                        self.work.as_mut_ptr().cast(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        tvp,
+                    )
+                })?;
+                'scan: for w in 0..words {
+                    let mut bits = self.work[w];
+                    while bits != 0 {
+                        if n == 0 {
+                            break 'scan;
+                        }
+                        let b = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        n -= 1;
+                        chain.on_read(self.index[w * WORD + b]);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
