@@ -56,6 +56,11 @@ pub use evloop_sys::{Backend, Interest};
 pub use handle::{Handle, TimerHandle};
 pub use remote::Remote;
 
+/// The README's example, compiled and run as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// Re-export of the `evloop-sys` crate: selectors, the waker, fd helpers.
 pub use evloop_sys as sys;
 
