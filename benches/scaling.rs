@@ -861,9 +861,9 @@ fn to_svg(s: &Sweep, rows: &[Row]) -> String {
             let x = sx(FD_SETSIZE as f64);
             let _ = writeln!(
                 svg,
-                r##"<line x1="{x}" y1="{y0}" x2="{x}" y2="{}" stroke="#b2182b" stroke-dasharray="2,3"/><text x="{}" y="{}" fill="#b2182b">FD_SETSIZE 1024: strict select stops</text>"##,
+                r##"<line x1="{x}" y1="{y0}" x2="{x}" y2="{}" stroke="#b2182b" stroke-dasharray="2,3"/><text x="{}" y="{}" fill="#b2182b" text-anchor="end">FD_SETSIZE (1024): strict select stops here</text>"##,
                 y0 + ph,
-                x + 4.0,
+                x - 4.0,
                 y0 + 14.0
             );
         }
@@ -912,7 +912,7 @@ fn to_svg(s: &Sweep, rows: &[Row]) -> String {
         }
     }
     // legend
-    let lx = ml + panels.len() as f64 * (pw + gap) - gap + 20.0;
+    let lx = ml + panels.len() as f64 * (pw + gap) - gap + 24.0;
     for (i, &backend) in s.backends.iter().enumerate() {
         let y = mt + 10.0 + i as f64 * 20.0;
         let _ = writeln!(
