@@ -274,7 +274,8 @@ impl EventLoop {
 
     /// Schedules `callback` to run once at `when` on the loop's clock. A `when` in the past is
     /// "already due" and keeps its place in deadline order (asyncio's negative delays:
-    /// `call_at(now - 1s, a); call_at(now - 2s, b)` runs `b` then `a`).
+    /// `call_at(now - 1s, a); call_at(now - 2s, b)` runs `b` then `a`). Any `Instant` is
+    /// kept as it is (it cannot overflow); a far one simply never comes.
     ///
     /// # Panics
     /// If the loop is closed.
@@ -284,7 +285,6 @@ impl EventLoop {
         when: Instant,
         callback: impl FnOnce(&EventLoop) + 'static,
     ) -> TimerHandle {
-        let when = when.min(self.time() + MAX_DELAY);
         self.schedule_at(when, callback, Location::caller())
     }
 
@@ -663,9 +663,13 @@ impl EventLoop {
         let dispatched = {
             let mut registry = inner.registry.borrow_mut();
             let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
-            let before = Instant::now();
+            // The clock is read only around waits that may block: a zero-timeout poll
+            // costs no clock read (two would cost as much as the poll itself).
+            let may_block = timeout != Some(Duration::ZERO);
+            let before = may_block.then(Instant::now);
             registry.select(timeout)?;
-            let blocked = before.elapsed();
+            let after = before.map(|b| (b, Instant::now()));
+            let blocked = after.map_or(Duration::ZERO, |(b, a)| a - b);
             inner
                 .stats
                 .time_blocked
@@ -700,8 +704,12 @@ impl EventLoop {
                 );
             }
             // 4. Queue the reader/writer of each ready fd.
-            registry.dispatch(&mut inner.ready.borrow_mut())
+            (
+                registry.dispatch(&mut inner.ready.borrow_mut()),
+                after.map(|(_, a)| a),
+            )
         };
+        let (dispatched, after_wait) = dispatched;
         bump(&inner.stats.events, dispatched.events as u64);
         let mut remote_moved = 0;
         if dispatched.woken {
@@ -722,9 +730,15 @@ impl EventLoop {
         // 5. Queue the expired timers, on a fresh clock reading (never early).
         let fired = {
             let mut timers = inner.timers.borrow_mut();
-            let fired = timers.expire(Instant::now(), &mut inner.ready.borrow_mut());
-            timers.tidy();
-            fired
+            if timers.is_empty() {
+                0
+            } else {
+                // A reading taken right after the wait is fresh enough: nothing ran since.
+                let now = after_wait.unwrap_or_else(Instant::now);
+                let fired = timers.expire(now, &mut inner.ready.borrow_mut());
+                timers.tidy();
+                fired
+            }
         };
         bump(&inner.stats.timers_fired, fired as u64);
         if trace && fired > 0 {

@@ -96,7 +96,8 @@ pub struct Stats {
     pub timers_cancelled: u64,
     /// Times the waker woke the loop (coalesced `call_soon_threadsafe`/`wake`).
     pub wakeups: u64,
-    /// Time spent inside the selector's wait.
+    /// Time spent inside the selector's waits that could block (a zero-timeout poll is not
+    /// timed: it does not block, and timing it would cost two clock reads per iteration).
     pub time_blocked: Duration,
     /// Selector calls that changed the kernel's interest (register, modify, unregister, and
     /// re-registrations that had to make a new registration). epoll's check for a reused fd

@@ -31,9 +31,12 @@ pub(crate) struct RemoteCallback {
     pub(crate) location: &'static Location<'static>,
 }
 
+/// A persistent I/O callback, boxed once when it is added.
+pub(crate) type IoCallback = Box<dyn FnMut(&EventLoop)>;
+
 /// The reader or the writer of one fd: a persistent callback.
 pub(crate) struct IoWatcher {
-    pub(crate) callback: RefCell<Box<dyn FnMut(&EventLoop)>>,
+    pub(crate) callback: RefCell<IoCallback>,
     /// Set by `remove_*` (or a replacing `add_*`): a queued copy must not run.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) fd: std::os::fd::RawFd,

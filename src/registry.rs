@@ -217,6 +217,9 @@ impl Registry {
     /// An fd the kernel refuses at this point was closed behind our back: its callbacks are
     /// queued once so that their next read or write sees the error.
     pub(crate) fn flush(&mut self, ready: &mut VecDeque<Ready>) -> usize {
+        if self.dirty.is_empty() {
+            return 0;
+        }
         let mut dirty = std::mem::take(&mut self.dirty);
         let mut changes = 0;
         for fd in dirty.drain(..) {

@@ -117,6 +117,11 @@ impl Timers {
         self.heap.len()
     }
 
+    /// Whether the heap holds no entry at all (live or cancelled).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
     /// Entries that are still pending.
     pub(crate) fn live(&self) -> usize {
         self.heap.len() - self.counters.cancelled_in_heap.get()

@@ -3,9 +3,7 @@
 
 mod common;
 
-use std::cell::Cell;
-use std::rc::Rc;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -50,41 +48,30 @@ per_backend! {
     fn edge_45_a_storm_from_several_threads_loses_nothing_and_keeps_per_thread_order(backend: Backend) {
         const THREADS: usize = 4;
         const PER_THREAD: u64 = 10_000;
+        /// (last sequence number seen per thread, total received); only the loop thread
+        /// touches it, the Mutex just makes the closures `Send`.
+        type Seen = Arc<Mutex<(Vec<Option<u64>>, u64)>>;
         let lp = new_loop(backend);
-        let received = Rc::new(Cell::new(0u64));
-        let last_seen = Rc::new(std::cell::RefCell::new(vec![None::<u64>; THREADS]));
+        let seen: Seen = Arc::new(Mutex::new((vec![None; THREADS], 0)));
         let barrier = Arc::new(Barrier::new(THREADS));
         let mut threads = Vec::new();
-        // The receiving side is a loop-thread closure, reached through a thread-local-free
-        // path: each posted closure carries its (thread, seq) and the loop checks order.
-        thread_local! {
-            static SINK: std::cell::RefCell<Option<Box<dyn Fn(usize, u64, &evloop::EventLoop)>>> =
-                std::cell::RefCell::new(None);
-        }
-        {
-            let received = received.clone();
-            let last_seen = last_seen.clone();
-            SINK.with(|s| {
-                *s.borrow_mut() = Some(Box::new(move |t, seq, lp| {
-                    let mut last = last_seen.borrow_mut();
-                    assert!(last[t].is_none_or(|prev| prev + 1 == seq), "thread {t}: {seq} after {:?}", last[t]);
-                    last[t] = Some(seq);
-                    received.set(received.get() + 1);
-                    if received.get() == THREADS as u64 * PER_THREAD {
-                        lp.stop();
-                    }
-                }))
-            });
-        }
         for t in 0..THREADS {
             let remote = lp.remote();
             let barrier = barrier.clone();
+            let seen = seen.clone();
             threads.push(std::thread::spawn(move || {
                 barrier.wait();
                 for seq in 0..PER_THREAD {
+                    let seen = seen.clone();
                     remote
                         .call_soon_threadsafe(move |lp| {
-                            SINK.with(|s| (s.borrow().as_ref().unwrap())(t, seq, lp))
+                            let mut s = seen.lock().unwrap();
+                            assert!(s.0[t].is_none_or(|prev| prev + 1 == seq), "thread {t}: {seq} after {:?}", s.0[t]);
+                            s.0[t] = Some(seq);
+                            s.1 += 1;
+                            if s.1 == THREADS as u64 * PER_THREAD {
+                                lp.stop();
+                            }
                         })
                         .unwrap();
                 }
@@ -94,8 +81,7 @@ per_backend! {
         for t in threads {
             t.join().unwrap();
         }
-        SINK.with(|s| s.borrow_mut().take());
-        assert_eq!(received.get(), THREADS as u64 * PER_THREAD);
+        assert_eq!(seen.lock().unwrap().1, THREADS as u64 * PER_THREAD);
         let wakeups = lp.stats().wakeups;
         assert!(wakeups >= 1);
         assert!(wakeups < THREADS as u64 * PER_THREAD, "{wakeups} wake-ups: none coalesced");

@@ -36,9 +36,14 @@ pub const MAX_WAIT_SECS: u64 = 100_000_000;
 /// ```
 pub fn to_millis(timeout: Option<Duration>) -> libc::c_int {
     let Some(d) = timeout else { return -1 };
-    // Ceiling division on nanoseconds; u128 cannot overflow for any Duration.
-    let ms = d.as_nanos().div_ceil(1_000_000);
-    ms.min(i32::MAX as u128) as libc::c_int
+    if d.is_zero() {
+        return 0; // the hot path of a busy loop: no arithmetic
+    }
+    // Whole seconds in ms, plus the sub-second part rounded up: no u128 division.
+    const MAX: u64 = i32::MAX as u64;
+    let secs_ms = d.as_secs().saturating_mul(1_000);
+    let frac_ms = u64::from(d.subsec_nanos()).div_ceil(1_000_000);
+    secs_ms.saturating_add(frac_ms).min(MAX) as libc::c_int
 }
 
 /// A `timeval` for `select`: `None` for `None` (block), else rounded up to the microsecond

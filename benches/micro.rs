@@ -1,0 +1,178 @@
+//! Loop-primitive micro-benchmarks, as `peers/micro` defines them, printing
+//! `RESULT,evloop,<bench>,<metric>,<value>` lines so `peers/micro/run.sh` can run evloop beside
+//! libev, libuv, tokio and asyncio.
+//!
+//! `cargo bench --bench micro` runs all of them at moderate sizes; one at a time:
+//! `cargo bench --bench micro -- callbacks N K` (K concurrent call_soon chains, N callbacks in
+//! all), `-- timers N` (N timers with deadlines in [0, 1 s): insert, cancel every other, fire
+//! the rest; process CPU time per phase), `-- xthread N` (another thread posts with
+//! `call_soon_threadsafe`, the loop's callback replies over a std channel; round-trip times).
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use evloop::sys::floor::{pin_to_cpu, process_cpu_time};
+use evloop::EventLoop;
+
+fn emit(bench: &str, metric: &str, v: f64) {
+    println!("RESULT,evloop,{bench},{metric},{v:.3}");
+}
+
+fn arg(args: &[String], i: usize, default: u64) -> u64 {
+    args.get(i).and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// K chains of call_soon: each callback schedules its successor while the budget lasts.
+fn callbacks(n: u64, k: u64) {
+    let lp = EventLoop::new().unwrap();
+    let remain = Rc::new(Cell::new(n - k));
+    let executed = Rc::new(Cell::new(0u64));
+    fn link(lp: &EventLoop, chain: u64, remain: Rc<Cell<u64>>, executed: Rc<Cell<u64>>, n: u64) {
+        executed.set(executed.get() + 1);
+        let r = remain.get();
+        if r > 0 {
+            remain.set(r - 1);
+            lp.call_soon(move |lp| link(lp, std::hint::black_box(chain), remain, executed, n));
+        } else if executed.get() == n {
+            lp.stop();
+        }
+    }
+    let it0 = lp.stats().iterations;
+    let t0 = Instant::now();
+    for c in 0..k {
+        let (r, e) = (remain.clone(), executed.clone());
+        lp.call_soon(move |lp| link(lp, c, r, e, n));
+    }
+    lp.run_forever().unwrap();
+    let dt = t0.elapsed().as_nanos() as f64;
+    assert_eq!(executed.get(), n);
+    let bench = if k == 1 {
+        "callbacks_chain"
+    } else {
+        "callbacks_fan"
+    };
+    emit(bench, "ns_per_cb", dt / n as f64);
+    emit(bench, "iterations", (lp.stats().iterations - it0) as f64);
+}
+
+/// xorshift64*, the peers' generator and seed: deadlines uniform in [0, 1 s).
+fn deadlines_ns(n: usize) -> Vec<u64> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D) % 1_000_000_000
+        })
+        .collect()
+}
+
+fn timers(n: usize) {
+    let lp = EventLoop::new().unwrap();
+    let dls = deadlines_ns(n);
+    let fired = Rc::new(Cell::new(0u64));
+    let expect = (n - n / 2) as u64;
+    let c0 = process_cpu_time();
+    let base = lp.time();
+    let mut handles = Vec::with_capacity(n);
+    for (i, &d) in dls.iter().enumerate() {
+        let fired = fired.clone();
+        handles.push(lp.call_at(base + Duration::from_nanos(d), move |lp| {
+            std::hint::black_box(i);
+            fired.set(fired.get() + 1);
+            if fired.get() == expect {
+                lp.stop();
+            }
+        }));
+    }
+    let c1 = process_cpu_time();
+    for h in handles.iter().skip(1).step_by(2) {
+        h.cancel();
+    }
+    let c2 = process_cpu_time();
+    let w2 = Instant::now();
+    let it0 = lp.stats().iterations;
+    lp.run_forever().unwrap();
+    let c3 = process_cpu_time();
+    assert_eq!(fired.get(), expect);
+    let ns = |d: Duration| d.as_nanos() as f64;
+    emit("timers", "ns_per_insert", ns(c1 - c0) / n as f64);
+    emit("timers", "ns_per_cancel", ns(c2 - c1) / (n / 2) as f64);
+    emit("timers", "ns_per_fire", ns(c3 - c2) / expect as f64);
+    emit("timers", "ns_total_per_timer", ns(c3 - c0) / n as f64);
+    emit("timers", "fire_wall_ms", w2.elapsed().as_secs_f64() * 1e3);
+    emit("timers", "wakeups", (lp.stats().iterations - it0) as f64);
+}
+
+fn cpu_env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Round trips: the poster sends `seq` with call_soon_threadsafe; the loop's callback replies
+/// over a std channel; the poster waits for the reply before the next post.
+fn xthread(n: usize) {
+    const WARM: usize = 1000;
+    let (poster_cpu, loop_cpu) = (cpu_env("XT_POSTER_CPU", 0), cpu_env("XT_LOOP_CPU", 1));
+    let (remote_tx, remote_rx) = mpsc::channel();
+    let looper = std::thread::spawn(move || {
+        let _ = pin_to_cpu(loop_cpu);
+        let lp = EventLoop::new().unwrap();
+        remote_tx.send(lp.remote()).unwrap();
+        lp.run_forever().unwrap();
+        lp.stats().wakeups
+    });
+    let remote = remote_rx.recv().unwrap();
+    let _ = pin_to_cpu(poster_cpu);
+    let (reply_tx, reply_rx) = mpsc::channel::<usize>();
+    let mut rtts = Vec::with_capacity(n);
+    for seq in 0..n + WARM {
+        let tx = reply_tx.clone();
+        let t0 = Instant::now();
+        remote
+            .call_soon_threadsafe(move |_| tx.send(seq).unwrap())
+            .unwrap();
+        assert_eq!(reply_rx.recv().unwrap(), seq);
+        if seq >= WARM {
+            rtts.push(t0.elapsed().as_nanos() as f64 / 1e3);
+        }
+    }
+    remote.call_soon_threadsafe(|lp| lp.stop()).unwrap();
+    let wakeups = looper.join().unwrap();
+    rtts.sort_by(|a, b| a.total_cmp(b));
+    let bench = if poster_cpu == loop_cpu {
+        "xthread_samecore"
+    } else {
+        "xthread"
+    };
+    emit(bench, "p50_us", rtts[rtts.len() / 2]);
+    emit(bench, "p99_us", rtts[rtts.len() * 99 / 100]);
+    emit(bench, "wakeups", wakeups as f64);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    match args.first().map(String::as_str) {
+        Some("callbacks") => callbacks(arg(&args, 1, 2_000_000), arg(&args, 2, 1)),
+        Some("timers") => timers(arg(&args, 1, 1_000_000) as usize),
+        Some("xthread") => xthread(arg(&args, 1, 5_000) as usize),
+        None => {
+            callbacks(2_000_000, 1);
+            callbacks(10_000_000, 1000);
+            timers(1_000_000);
+            xthread(5_000);
+        }
+        Some(other) => {
+            eprintln!("unknown bench {other:?}: callbacks N K | timers N | xthread N");
+            std::process::exit(2);
+        }
+    }
+}
