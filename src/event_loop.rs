@@ -26,20 +26,26 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::io;
 use std::os::fd::RawFd;
 use std::panic::Location;
 use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use evloop_sys::{new_selector, Backend, Waker};
+use evloop_sys::{new_selector, Backend};
 
 use crate::handle::{Handle, Once, State, TimerHandle};
-use crate::ready::{IoWatcher, Ready, RemoteCallback};
+use crate::ready::{IoWatcher, Ready};
 use crate::registry::{Registry, Side};
+use crate::remote::RemoteItem;
 use crate::remote::{Remote, Shared};
+use crate::task::core::{spawn_on, this_thread, Task, TaskKey, TaskRun};
 use crate::timers::Timers;
+use crate::ExceptionContext;
 use crate::Stats;
 
 /// The longest delay a timer keeps; longer ones are clamped to it (about 100 years: "never"
@@ -53,6 +59,33 @@ pub const DEFAULT_SLOW_CALLBACK: Duration = Duration::from_millis(100);
 thread_local! {
     /// The loop running on this thread, if any (asyncio's `_running_loop`).
     static RUNNING: RefCell<Option<Weak<Inner>>> = const { RefCell::new(None) };
+    /// Every loop created on this thread, by id: where a task waker finds its loop.
+    static LOOPS: RefCell<Vec<(LoopId, Weak<Inner>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A loop's number, unique in the process.
+pub(crate) type LoopId = u64;
+static NEXT_LOOP_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The loop `id` of this thread, if it is still alive.
+pub(crate) fn find_loop(id: LoopId) -> Option<Rc<Inner>> {
+    LOOPS.with(|l| {
+        l.borrow()
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, w)| w.upgrade())
+    })
+}
+
+type ExceptionHandler = dyn Fn(&EventLoop, &ExceptionContext);
+
+/// The live tasks of a loop: a slab with a generation per slot, so a stale key (a task that
+/// finished, its slot reused) is recognised and its wake-up ignored.
+#[derive(Default)]
+struct TaskSlab {
+    slots: Vec<(u32, Option<Rc<dyn TaskRun>>)>,
+    free: Vec<u32>,
+    live: usize,
 }
 
 /// The loop's state, shared by every clone of an [`EventLoop`].
@@ -64,7 +97,12 @@ pub(crate) struct Inner {
     remote: Arc<Shared>,
     /// Swapped with the remote queue on each wake-up, so moving callbacks across allocates
     /// nothing in steady state.
-    remote_buffer: RefCell<Vec<RemoteCallback>>,
+    remote_buffer: RefCell<Vec<RemoteItem>>,
+    /// Live tasks (`src/task/core.rs`), by slab index; a task's waker names its slot.
+    tasks: RefCell<TaskSlab>,
+    /// This loop's number in the per-thread table that task wakers look it up in.
+    id: LoopId,
+    exception_handler: RefCell<Option<Rc<ExceptionHandler>>>,
     backend: Backend,
     running: Cell<bool>,
     stopping: Cell<bool>,
@@ -161,16 +199,20 @@ impl EventLoop {
     /// ```
     pub fn with_backend(backend: Backend) -> io::Result<EventLoop> {
         let selector = new_selector(backend)?;
-        let waker = Waker::new()?;
+        let waker = evloop_sys::Waker::new()?;
         let registry = Registry::new(selector, waker.fd())?;
         let env_on = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
-        Ok(EventLoop {
+        let id = NEXT_LOOP_ID.fetch_add(1, Ordering::Relaxed);
+        let event_loop = EventLoop {
             inner: Rc::new(Inner {
                 ready: RefCell::new(VecDeque::new()),
                 timers: RefCell::new(Timers::new()),
                 registry: RefCell::new(Some(registry)),
                 remote: Shared::new(waker),
                 remote_buffer: RefCell::new(Vec::new()),
+                tasks: RefCell::new(TaskSlab::default()),
+                id,
+                exception_handler: RefCell::new(None),
                 backend,
                 running: Cell::new(false),
                 stopping: Cell::new(false),
@@ -180,7 +222,13 @@ impl EventLoop {
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
                 stats: StatsCells::default(),
             }),
-        })
+        };
+        LOOPS.with(|l| {
+            let mut l = l.borrow_mut();
+            l.retain(|(_, w)| w.strong_count() > 0);
+            l.push((id, Rc::downgrade(&event_loop.inner)));
+        });
+        Ok(event_loop)
     }
 
     /// The backend this loop runs on.
@@ -487,6 +535,110 @@ impl EventLoop {
         self.iterate(true)
     }
 
+    /// Runs the loop until `future` completes, and returns its output (asyncio's
+    /// `run_until_complete`, the engine of `asyncio.run`).
+    ///
+    /// The future is polled on this thread, between iterations, whenever its waker fired; it
+    /// need not be `'static` or `Send`, so it may borrow local variables. Tasks it spawns
+    /// run on this loop. Tasks still pending when it returns stay in the loop (run it again,
+    /// or close it to drop them).
+    ///
+    /// # Errors
+    /// As [`run_forever`](EventLoop::run_forever); also when [`stop`](EventLoop::stop) is
+    /// called before the future completed (the future is dropped).
+    ///
+    /// # Panics
+    /// A panic in `future` itself propagates (a panic inside a spawned task does not: it
+    /// becomes that task's result).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let greeting = String::from("hello");
+    /// let n = event_loop.run_until_complete(async {
+    ///     evloop::sleep(Duration::from_millis(1)).await;
+    ///     greeting.len() // borrows a local: no 'static needed
+    /// })?;
+    /// assert_eq!(n, 5);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[doc(alias = "block_on")]
+    pub fn run_until_complete<F: Future>(&self, future: F) -> io::Result<F::Output> {
+        let _running = self.enter("run_until_complete")?;
+        let main = Arc::new(MainWaker {
+            woken: AtomicBool::new(true),
+            owner: this_thread(),
+            remote: self.inner.remote.clone(),
+        });
+        let waker = Waker::from(main.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            if main.woken.swap(false, Ordering::AcqRel) {
+                // Calls user code.
+                if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+                    return Ok(value);
+                }
+            }
+            if self.inner.stopping.get() {
+                return Err(io::Error::other(
+                    "run_until_complete: the loop was stopped before the future completed",
+                ));
+            }
+            // Poll without blocking if the future was woken meanwhile.
+            self.iterate(main.woken.load(Ordering::Acquire))?;
+        }
+    }
+
+    /// The same as [`run_until_complete`](EventLoop::run_until_complete), by its Rust name.
+    ///
+    /// # Errors
+    /// As `run_until_complete`.
+    pub fn block_on<F: Future>(&self, future: F) -> io::Result<F::Output> {
+        self.run_until_complete(future)
+    }
+
+    /// Spawns `future` as a task on this loop: its first step runs on a later iteration, like
+    /// a `call_soon`. No `Send` bound: the loop is single-threaded. See [`Task`].
+    ///
+    /// # Panics
+    /// If the loop is closed.
+    #[track_caller]
+    #[doc(alias = "create_task")]
+    pub fn spawn<F: Future + 'static>(&self, future: F) -> Task<F::Output> {
+        self.assert_open("spawn");
+        spawn_on(self, future, Location::caller())
+    }
+
+    /// Installs the handler for errors nobody else can receive (a detached task that
+    /// panicked; asyncio's `set_exception_handler`). The default prints to stderr. A handler
+    /// that panics is reported by the default one instead.
+    pub fn set_exception_handler(&self, handler: impl Fn(&EventLoop, &ExceptionContext) + 'static) {
+        *self.inner.exception_handler.borrow_mut() = Some(Rc::new(handler));
+    }
+
+    /// Goes back to the default exception handler (stderr).
+    pub fn clear_exception_handler(&self) {
+        self.inner.exception_handler.borrow_mut().take();
+    }
+
+    /// Reports `context` through the exception handler (asyncio's `call_exception_handler`).
+    pub fn report_exception(&self, context: &ExceptionContext) {
+        let handler = self.inner.exception_handler.borrow().clone();
+        if let Some(handler) = handler {
+            // Calls user code.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(self, context)));
+            if result.is_ok() {
+                return;
+            }
+            eprintln!("evloop: the exception handler panicked while handling:");
+        }
+        eprintln!("evloop: {context}");
+    }
+
     /// Asks the loop to stop: the current iteration finishes, then
     /// [`run_forever`](EventLoop::run_forever) returns. Called before `run_forever`, it makes
     /// the next `run_forever` poll once without blocking, run what is ready, and return
@@ -577,6 +729,11 @@ impl EventLoop {
             timers: timers.live(),
             fds: registry.as_ref().map_or(0, |r| r.len()),
         }
+    }
+
+    #[track_caller]
+    pub(crate) fn assert_open_for(&self, what: &str) {
+        self.assert_open(what);
     }
 
     #[track_caller]
@@ -805,18 +962,109 @@ impl EventLoop {
         }
         bump(&inner.stats.wakeups, 1);
         let n = buffer.len();
-        let mut ready = inner.ready.borrow_mut();
-        ready.extend(buffer.drain(..).map(Ready::Remote));
+        for item in buffer.drain(..) {
+            match item {
+                RemoteItem::Call(call) => inner.ready.borrow_mut().push_back(Ready::Remote(call)),
+                RemoteItem::Wake(key) => inner.schedule_task(key),
+            }
+        }
         n
     }
 }
 
 impl Inner {
+    /// Queues the next step of the task `key`, unless one is queued already (N wakes before
+    /// a step give one step) or the task is gone (a stale wake is a no-op).
+    pub(crate) fn schedule_task(&self, key: TaskKey) {
+        if key.loop_id != self.id {
+            return;
+        }
+        let task = {
+            let tasks = self.tasks.borrow();
+            match tasks.slots.get(key.index as usize) {
+                Some((generation, Some(task))) if *generation == key.generation => task.clone(),
+                _ => return,
+            }
+        };
+        if !task.header().scheduled.replace(true) {
+            self.ready.borrow_mut().push_back(Ready::Task(task));
+        }
+    }
+
+    pub(crate) fn insert_task(&self, task: Rc<dyn TaskRun>) -> TaskKey {
+        let mut tasks = self.tasks.borrow_mut();
+        tasks.live += 1;
+        let index = match tasks.free.pop() {
+            Some(i) => {
+                tasks.slots[i as usize].1 = Some(task);
+                i
+            }
+            None => {
+                tasks.slots.push((0, Some(task)));
+                (tasks.slots.len() - 1) as u32
+            }
+        };
+        TaskKey {
+            loop_id: self.id,
+            index,
+            generation: tasks.slots[index as usize].0,
+        }
+    }
+
+    /// Forgets a finished task; its slot's generation moves on, so old wakers miss.
+    pub(crate) fn remove_task(&self, key: TaskKey) {
+        let removed = {
+            let mut tasks = self.tasks.borrow_mut();
+            let Some(slot) = tasks.slots.get_mut(key.index as usize) else {
+                return;
+            };
+            if slot.0 != key.generation {
+                return;
+            }
+            slot.0 = slot.0.wrapping_add(1);
+            let removed = slot.1.take();
+            if removed.is_some() {
+                tasks.live -= 1;
+                tasks.free.push(key.index);
+            }
+            removed
+        };
+        drop(removed); // outside the borrow
+    }
+
+    pub(crate) fn push_ready(&self, entry: Ready) {
+        self.ready.borrow_mut().push_back(entry);
+    }
+
+    pub(crate) fn remote_shared(&self) -> Arc<Shared> {
+        self.remote.clone()
+    }
+
     /// Drops everything the loop holds, outside any borrow (their destructors are user code).
     fn close_now(&self) {
         if self.closed.replace(true) {
             return;
         }
+        // Pending tasks first: dropping their futures releases their timers and I/O interest
+        // while the loop's structures still exist.
+        let tasks: Vec<Rc<dyn TaskRun>> = {
+            let mut slab = self.tasks.borrow_mut();
+            slab.live = 0;
+            slab.free.clear();
+            slab.slots.drain(..).filter_map(|(_, t)| t).collect()
+        };
+        let mut abandoned = 0;
+        for task in &tasks {
+            if task.abandon() {
+                abandoned += 1;
+            }
+        }
+        if abandoned > 0 && self.debug.get() {
+            eprintln!(
+                "evloop: the loop was closed with {abandoned} pending task(s); they were dropped"
+            );
+        }
+        drop(tasks);
         let ready = std::mem::take(&mut *self.ready.borrow_mut());
         let timers = self.timers.borrow_mut().take_all();
         let registry = self.registry.borrow_mut().take();
@@ -838,6 +1086,33 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.close_now();
+        let id = self.id;
+        // `try_with`: the thread-local may already be gone if the loop dies at thread exit.
+        let _ = LOOPS.try_with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                l.retain(|(i, _)| *i != id);
+            }
+        });
+    }
+}
+
+/// The waker of the future `run_until_complete` drives: a flag, plus a loop wake-up when it
+/// is woken from another thread.
+struct MainWaker {
+    woken: AtomicBool,
+    owner: std::thread::ThreadId,
+    remote: Arc<Shared>,
+}
+
+impl Wake for MainWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        if this_thread() != self.owner {
+            self.remote.wake_loop();
+        }
     }
 }
 

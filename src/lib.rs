@@ -46,6 +46,7 @@ mod handle;
 mod ready;
 mod registry;
 mod remote;
+pub mod task;
 mod timers;
 
 use std::fmt;
@@ -55,6 +56,10 @@ pub use event_loop::{EventLoop, DEFAULT_SLOW_CALLBACK, MAX_DELAY};
 pub use evloop_sys::{Backend, Interest};
 pub use handle::{Handle, TimerHandle};
 pub use remote::Remote;
+pub use task::{
+    sleep, sleep_until, spawn, timeout, yield_now, Elapsed, InvalidState, Promise, PromiseError,
+    Sleep, Task, TaskError,
+};
 
 /// The README's example, compiled and run as a doc test so it cannot rot.
 #[cfg(doctest)]
@@ -109,6 +114,31 @@ pub struct Stats {
     pub timers: usize,
     /// fds with a reader or a writer now.
     pub fds: usize,
+}
+
+/// What went wrong where nobody could be told directly: passed to the loop's exception
+/// handler ([`EventLoop::set_exception_handler`]).
+#[derive(Debug, Clone)]
+pub struct ExceptionContext {
+    /// What happened.
+    pub message: String,
+    /// The task's name, if a named task is concerned.
+    pub task_name: Option<String>,
+    /// Where the task or callback concerned was created.
+    pub location: Option<&'static std::panic::Location<'static>>,
+}
+
+impl fmt::Display for ExceptionContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(name) = &self.task_name {
+            write!(f, " (task {name})")?;
+        }
+        if let Some(location) = self.location {
+            write!(f, " (spawned at {location})")?;
+        }
+        Ok(())
+    }
 }
 
 /// The loop running on this thread.

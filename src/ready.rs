@@ -3,7 +3,7 @@
 //! Layer: reactor, owned by `event_loop.rs`. asyncio's `_ready` (a `collections.deque`),
 //! libuv's pending queue, libev's pending array. Read `timers.rs` next.
 //!
-//! Three kinds of entry share one `VecDeque`, so their relative order is exactly the order in
+//! Four kinds of entry share one `VecDeque`, so their relative order is exactly the order in
 //! which they became ready:
 //!
 //! - [`Ready::Callback`]: a `call_soon` cell, or a timer cell that expired (an `Rc`, already
@@ -12,7 +12,9 @@
 //!   persistent (level-triggered, like asyncio's reader handles), so queuing it is a
 //!   reference-count increment, not an allocation: no allocation per I/O event;
 //! - [`Ready::Remote`]: a closure handed over by `Remote::call_soon_threadsafe`, moved in
-//!   from the cross-thread queue without re-boxing.
+//!   from the cross-thread queue without re-boxing;
+//! - [`Ready::Task`]: one step of a task (`src/task/core.rs`); a wake-up queues it by
+//!   cloning the task's `Rc`, so waking allocates nothing.
 //!
 //! Cancelling is a flag: `remove_reader` sets [`IoWatcher::cancelled`] on a watcher that may
 //! already be queued in this iteration, and the run step skips it (EDGE_CASES 11).
@@ -59,6 +61,8 @@ pub(crate) enum Ready {
     Callback(Rc<dyn Callback>),
     Io(Rc<IoWatcher>),
     Remote(RemoteCallback),
+    /// One step of a task (`src/task/core.rs`): queued at spawn and by each wake-up.
+    Task(Rc<dyn crate::task::core::TaskRun>),
 }
 
 impl Ready {
@@ -68,6 +72,7 @@ impl Ready {
             Ready::Callback(c) => c.location(),
             Ready::Io(w) => w.location,
             Ready::Remote(r) => r.location,
+            Ready::Task(t) => t.header().location,
         }
     }
 
@@ -78,6 +83,7 @@ impl Ready {
             Ready::Io(w) if w.writer => "writer",
             Ready::Io(_) => "reader",
             Ready::Remote(_) => "threadsafe callback",
+            Ready::Task(_) => "task step",
         }
     }
 
@@ -107,6 +113,15 @@ impl Ready {
             Ready::Remote(remote) => {
                 // Calls user code.
                 (remote.callback)(event_loop);
+                true
+            }
+            Ready::Task(task) => {
+                // Calls user code (the future's poll); a panic is caught inside the step.
+                if event_loop.debug() {
+                    crate::task::core::timed_step(task, event_loop);
+                } else {
+                    task.step(event_loop);
+                }
                 true
             }
         }

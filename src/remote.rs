@@ -29,10 +29,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use evloop_sys::Waker;
 
 use crate::ready::RemoteCallback;
+use crate::task::core::TaskKey;
 use crate::{EventLoop, LoopClosed};
 
+/// What other threads send: a closure to run, or a task to wake.
+pub(crate) enum RemoteItem {
+    Call(RemoteCallback),
+    /// A task waker used on another thread: no closure, no allocation.
+    Wake(TaskKey),
+}
+
 pub(crate) struct RemoteState {
-    pub(crate) queue: Vec<RemoteCallback>,
+    pub(crate) queue: Vec<RemoteItem>,
     pub(crate) pending: bool,
     pub(crate) waker: Option<Waker>,
 }
@@ -50,6 +58,28 @@ impl Shared {
                 waker: Some(waker),
             }),
         })
+    }
+
+    /// Queues a task wake-up from another thread and wakes the loop (coalesced like
+    /// callbacks). A closed loop ignores it: waking a task of a dead loop is a no-op.
+    pub(crate) fn wake_task(&self, key: TaskKey) {
+        let mut state = self.lock();
+        let Some(waker) = &state.waker else { return };
+        if !state.pending {
+            let _ = waker.wake();
+            state.pending = true;
+        }
+        state.queue.push(RemoteItem::Wake(key));
+    }
+
+    /// Wakes the loop without queueing anything (coalesced).
+    pub(crate) fn wake_loop(&self) {
+        let mut state = self.lock();
+        let Some(waker) = &state.waker else { return };
+        if !state.pending {
+            let _ = waker.wake();
+            state.pending = true;
+        }
     }
 
     /// Locks the state. A producer that panicked while holding the lock cannot leave it
@@ -105,10 +135,10 @@ impl Remote {
             let _ = waker.wake();
             state.pending = true;
         }
-        state.queue.push(RemoteCallback {
+        state.queue.push(RemoteItem::Call(RemoteCallback {
             callback: Box::new(callback),
             location,
-        });
+        }));
         Ok(())
     }
 
