@@ -48,9 +48,10 @@ use crate::timers::Timers;
 use crate::ExceptionContext;
 use crate::Stats;
 
-/// The longest delay a timer keeps; longer ones are clamped to it (about 100 years: "never"
-/// in practice). `Instant + Duration` panics on overflow, so an unclamped `Duration::MAX`
-/// would crash the caller (EDGE_CASES 40).
+/// The longest delay `call_later` (and `sleep`) keeps; longer ones are clamped to it (about
+/// 100 years: "never" in practice). `Instant + Duration` panics on overflow, so an unclamped
+/// `Duration::MAX` would crash the caller (EDGE_CASES 40). `call_at` takes any `Instant` as it
+/// is.
 pub const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// The default for [`EventLoop::set_slow_callback_duration`], as asyncio's.
@@ -728,6 +729,7 @@ impl EventLoop {
             ready: self.inner.ready.borrow().len(),
             timers: timers.live(),
             fds: registry.as_ref().map_or(0, |r| r.len()),
+            tasks: self.inner.tasks.borrow().live,
         }
     }
 

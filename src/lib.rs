@@ -114,6 +114,8 @@ pub struct Stats {
     pub timers: usize,
     /// fds with a reader or a writer now.
     pub fds: usize,
+    /// Tasks spawned and not finished now.
+    pub tasks: usize,
 }
 
 /// What went wrong where nobody could be told directly: passed to the loop's exception
