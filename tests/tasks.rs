@@ -28,17 +28,13 @@ struct Counting {
     waker: Rc<RefCell<Option<Waker>>>,
 }
 
+/// The probes of a `Counting` future: polls, drops, the last waker it was given.
+type Probes = (Rc<Cell<u32>>, Rc<Cell<u32>>, Rc<RefCell<Option<Waker>>>);
+
 impl Counting {
-    fn new(
-        pending: u32,
-        self_wake: bool,
-    ) -> (
-        Counting,
-        Rc<Cell<u32>>,
-        Rc<Cell<u32>>,
-        Rc<RefCell<Option<Waker>>>,
-    ) {
-        let (polls, drops, waker) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)), Rc::default());
+    fn new(pending: u32, self_wake: bool) -> (Counting, Probes) {
+        let (polls, drops, waker): Probes =
+            (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)), Rc::default());
         let c = Counting {
             polls: polls.clone(),
             drops: drops.clone(),
@@ -46,7 +42,7 @@ impl Counting {
             self_wake,
             waker: Rc::clone(&waker),
         };
-        (c, polls, drops, waker)
+        (c, (polls, drops, waker))
     }
 }
 
@@ -109,7 +105,7 @@ impl Drop for Readable {
 per_backend! {
     fn a_task_steps_exactly_as_often_as_it_is_woken_and_is_dropped_once(backend: Backend) {
         let lp = new_loop(backend);
-        let (fut, polls, drops, _) = Counting::new(2, true);
+        let (fut, (polls, drops, _)) = Counting::new(2, true);
         let out = lp.run_until_complete(async {
             let task = evloop::spawn(fut);
             task.await
@@ -121,7 +117,7 @@ per_backend! {
 
     fn n_wakes_before_a_step_give_one_step(backend: Backend) {
         let lp = new_loop(backend);
-        let (fut, polls, _drops, waker) = Counting::new(1, false);
+        let (fut, (polls, _drops, waker)) = Counting::new(1, false);
         let task = lp.spawn(fut);
         lp.run_nowait().unwrap(); // first step: Pending, waker stored
         assert_eq!(polls.get(), 1);
@@ -197,7 +193,7 @@ per_backend! {
         let lp = new_loop(backend);
         let promise: Promise<u32> = lp.create_promise();
         let p = promise.clone();
-        let task = lp.spawn(async move { p.await });
+        let task = lp.spawn(p);
         lp.run_nowait().unwrap();
         task.cancel();
         assert!(task.is_done() && task.is_cancelled());
@@ -287,7 +283,7 @@ per_backend! {
 
     fn closing_the_loop_drops_pending_tasks_and_later_wakes_are_no_ops(backend: Backend) {
         let lp = new_loop(backend);
-        let (fut, _polls, drops, waker) = Counting::new(100, false);
+        let (fut, (_polls, drops, waker)) = Counting::new(100, false);
         let task = lp.spawn(fut);
         lp.run_nowait().unwrap();
         assert_eq!(lp.stats().tasks, 1);
