@@ -12,8 +12,10 @@
 //! Read in this order: `core.rs` (the step and the waker), `promise.rs`, `time.rs`,
 //! `combinators.rs`, `group.rs`, `pool.rs`, `sync.rs`, `channel.rs`.
 
+pub mod channel;
 pub(crate) mod core;
 mod promise;
+pub mod sync;
 mod time;
 
 use std::future::Future;

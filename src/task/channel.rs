@@ -1,0 +1,1 @@
+//! Channels: oneshot and mpsc, whose senders may live on other threads.

@@ -1,0 +1,1 @@
+//! Async synchronisation primitives for tasks on one loop: `Event`, `Queue`, `Semaphore`.
