@@ -57,8 +57,8 @@ pub use evloop_sys::{Backend, Interest};
 pub use handle::{Handle, TimerHandle};
 pub use remote::Remote;
 pub use task::{
-    sleep, sleep_until, spawn, timeout, yield_now, Elapsed, InvalidState, Promise, PromiseError,
-    Sleep, Task, TaskError,
+    join_all, race, select, sleep, sleep_until, spawn, timeout, to_thread, yield_now, Elapsed,
+    GroupError, InvalidState, Promise, PromiseError, Sleep, Task, TaskError, TaskGroup,
 };
 
 /// The README's example, compiled and run as a doc test so it cannot rot.

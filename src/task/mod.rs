@@ -13,7 +13,10 @@
 //! `combinators.rs`, `group.rs`, `pool.rs`, `sync.rs`, `channel.rs`.
 
 pub mod channel;
+mod combinators;
 pub(crate) mod core;
+mod group;
+mod pool;
 mod promise;
 pub mod sync;
 mod time;
@@ -22,8 +25,18 @@ use std::future::Future;
 use std::panic::Location;
 
 pub use self::core::{Task, TaskError};
+#[doc(hidden)]
+pub use combinators::{__join, JoinTuple, MaybeDone};
+pub use combinators::{join_all, race, select, Either, JoinAll};
+pub use group::{GroupError, TaskGroup};
+pub use pool::{
+    idle_timeout, max_threads, pool_stats, set_idle_timeout, set_max_threads, to_thread, PoolStats,
+    ToThread,
+};
 pub use promise::{InvalidState, Promise, PromiseError};
-pub use time::{sleep, sleep_until, timeout, yield_now, Elapsed, Sleep};
+pub use time::{
+    interval, sleep, sleep_until, timeout, yield_now, Elapsed, Interval, MissedTick, Sleep,
+};
 
 /// Spawns `future` on the running loop ([`crate::current`]); see [`EventLoop::spawn`](crate::EventLoop::spawn).
 ///

@@ -166,3 +166,89 @@ pub async fn yield_now() {
     })
     .await
 }
+
+/// What an [`Interval`] does when the loop was too busy to tick on time (EDGE_CASES 44).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissedTick {
+    /// Fire the missed ticks back to back until caught up, then keep the original grid.
+    Burst,
+    /// Fire once now, then count the period from now (the grid shifts).
+    Delay,
+    /// Fire once now, then skip to the next tick of the original grid (the default: no
+    /// bursts, no drift).
+    #[default]
+    Skip,
+}
+
+/// Ticks every `period`; the first tick is immediate. See [`Interval::tick`].
+///
+/// # Panics
+/// If `period` is zero.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let mut every = evloop::task::interval(Duration::from_millis(2));
+///     let first = every.tick().await;
+///     let second = every.tick().await;
+///     assert_eq!(second - first, Duration::from_millis(2)); // on the grid
+/// })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn interval(period: Duration) -> Interval {
+    assert!(!period.is_zero(), "interval: the period must be non-zero");
+    let now = Instant::now();
+    Interval {
+        next: now,
+        period,
+        missed: MissedTick::default(),
+        sleep: sleep_until(now),
+    }
+}
+
+/// A periodic timer for tasks (from [`interval`]).
+#[derive(Debug)]
+pub struct Interval {
+    next: Instant,
+    period: Duration,
+    missed: MissedTick,
+    sleep: Sleep,
+}
+
+impl Interval {
+    /// Waits for the next tick and returns the instant it was scheduled for (never later
+    /// than now, never before it is due).
+    pub async fn tick(&mut self) -> Instant {
+        if self.sleep.deadline() != self.next {
+            self.sleep.reset(self.next);
+        }
+        (&mut self.sleep).await;
+        let scheduled = self.next;
+        let now = Instant::now();
+        self.next = match self.missed {
+            MissedTick::Burst => scheduled + self.period,
+            MissedTick::Delay if now > scheduled + self.period => now + self.period,
+            MissedTick::Delay => scheduled + self.period,
+            MissedTick::Skip => {
+                let late = now.saturating_duration_since(scheduled);
+                let periods = late.as_nanos() / self.period.as_nanos() + 1;
+                scheduled + self.period * u32::try_from(periods).unwrap_or(u32::MAX)
+            }
+        };
+        self.sleep.reset(self.next);
+        scheduled
+    }
+
+    /// Chooses what to do about missed ticks.
+    pub fn set_missed_tick(&mut self, policy: MissedTick) {
+        self.missed = policy;
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}
