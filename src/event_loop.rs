@@ -934,7 +934,17 @@ impl EventLoop {
 
     /// Runs one entry under debug mode's stopwatch.
     fn run_timed(&self, entry: Ready) -> bool {
-        let (kind, location) = (entry.kind(), entry.location());
+        let what = match &entry {
+            Ready::Task(task) => {
+                let h = task.header();
+                format!(
+                    "task step: task {} spawned at {}",
+                    h.name.borrow().as_deref().unwrap_or("<unnamed>"),
+                    h.location
+                )
+            }
+            other => format!("{} scheduled at {}", other.kind(), other.location()),
+        };
         let start = Instant::now();
         // Calls user code; no borrow is held.
         let ran = entry.run(self);
@@ -942,8 +952,8 @@ impl EventLoop {
         let slow = self.inner.slow_callback.get();
         if ran && took >= slow {
             eprintln!(
-                "evloop: slow {kind} scheduled at {location} took {took:?} \
-                 (slow_callback_duration is {slow:?}); blocking the loop delays every other callback"
+                "evloop: slow {what} took {took:?} (slow_callback_duration is {slow:?}); \
+                 code that runs without yielding blocks the loop and delays everything else"
             );
         }
         ran
@@ -967,7 +977,7 @@ impl EventLoop {
         for item in buffer.drain(..) {
             match item {
                 RemoteItem::Call(call) => inner.ready.borrow_mut().push_back(Ready::Remote(call)),
-                RemoteItem::Wake(key) => inner.schedule_task(key),
+                RemoteItem::Wake(key) => inner.schedule_task(key, true),
             }
         }
         n
@@ -977,7 +987,8 @@ impl EventLoop {
 impl Inner {
     /// Queues the next step of the task `key`, unless one is queued already (N wakes before
     /// a step give one step) or the task is gone (a stale wake is a no-op).
-    pub(crate) fn schedule_task(&self, key: TaskKey) {
+    /// `from_thread` says where the wake came from, for trace mode.
+    pub(crate) fn schedule_task(&self, key: TaskKey, from_thread: bool) {
         if key.loop_id != self.id {
             return;
         }
@@ -988,9 +999,30 @@ impl Inner {
                 _ => return,
             }
         };
-        if !task.header().scheduled.replace(true) {
+        let queued = !task.header().scheduled.replace(true);
+        if self.trace.get() {
+            eprintln!(
+                "evloop: task {} woken{}: {}",
+                task.header().label(),
+                if from_thread {
+                    " from another thread"
+                } else {
+                    ""
+                },
+                if queued {
+                    "next step queued"
+                } else {
+                    "a step is already queued (coalesced)"
+                }
+            );
+        }
+        if queued {
             self.ready.borrow_mut().push_back(Ready::Task(task));
         }
+    }
+
+    pub(crate) fn trace_on(&self) -> bool {
+        self.trace.get()
     }
 
     pub(crate) fn insert_task(&self, task: Rc<dyn TaskRun>) -> TaskKey {

@@ -117,11 +117,7 @@ impl Ready {
             }
             Ready::Task(task) => {
                 // Calls user code (the future's poll); a panic is caught inside the step.
-                if event_loop.debug() {
-                    crate::task::core::timed_step(task, event_loop);
-                } else {
-                    task.step(event_loop);
-                }
+                task.step(event_loop);
                 true
             }
         }

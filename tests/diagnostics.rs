@@ -46,7 +46,11 @@ fn debug_mode_reports_slow_callbacks_with_where_they_were_scheduled() {
     let stderr = run_child("child_slow_callback", &[("EVLOOP_DEBUG", "1")]);
     let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("slow")).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
-    assert!(lines[0].contains("tests/diagnostics.rs:39"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("callback scheduled at tests/diagnostics.rs:39"),
+        "{}",
+        lines[0]
+    );
     assert!(
         lines[0].contains("slow_callback_duration is 20ms"),
         "{}",
@@ -121,4 +125,48 @@ fn child_backend_name() {
         return;
     }
     eprintln!("BACKEND: {}", EventLoop::new().unwrap().backend());
+}
+
+#[test]
+fn child_task_trace() {
+    if !is_child("child_task_trace") {
+        return;
+    }
+    let lp = EventLoop::new().unwrap();
+    lp.set_debug(true);
+    lp.set_slow_callback_duration(Duration::from_millis(20));
+    lp.run_until_complete(async {
+        let task = evloop::spawn(async {
+            evloop::sleep(Duration::from_millis(2)).await;
+            std::thread::sleep(Duration::from_millis(40)); // a slow step
+        });
+        task.set_name("sleeper");
+        task.await.unwrap();
+    })
+    .unwrap();
+}
+
+#[test]
+fn trace_mode_narrates_task_steps_and_wakeups_and_debug_mode_names_slow_steps() {
+    let stderr = run_child("child_task_trace", &[("EVLOOP_TRACE", "1")]);
+    assert!(
+        stderr.contains("task sleeper@tests/diagnostics.rs"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("step 1: pending: waits for a wake-up"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("woken: next step queued"), "{stderr}");
+    assert!(stderr.contains("step 2: ready: finished"), "{stderr}");
+    let slow: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("slow task step"))
+        .collect();
+    assert_eq!(slow.len(), 1, "{stderr}");
+    assert!(
+        slow[0].contains("task sleeper spawned at tests/diagnostics.rs"),
+        "{}",
+        slow[0]
+    );
 }

@@ -37,7 +37,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
-use std::time::Instant;
 
 use crate::event_loop::{Inner, LoopId};
 use crate::ready::Ready;
@@ -109,7 +108,7 @@ impl Wake for TaskWaker {
     fn wake_by_ref(self: &Arc<Self>) {
         if this_thread() == self.owner {
             if let Some(inner) = crate::event_loop::find_loop(self.key.loop_id) {
-                inner.schedule_task(self.key);
+                inner.schedule_task(self.key, false);
             }
         } else {
             self.remote.wake_task(self.key);
@@ -143,6 +142,19 @@ pub(crate) struct Header {
     waker: RefCell<Option<Waker>>,
     pub(crate) name: RefCell<Option<String>>,
     pub(crate) location: &'static Location<'static>,
+    /// Steps run so far (trace mode numbers them).
+    steps: Cell<u32>,
+}
+
+impl Header {
+    /// `name` or `<unnamed>`, with the spawn location: how traces and reports name a task.
+    pub(crate) fn label(&self) -> String {
+        format!(
+            "{}@{}",
+            self.name.borrow().as_deref().unwrap_or("<unnamed>"),
+            self.location
+        )
+    }
 }
 
 /// One task: its future (pinned in a box, so no `unsafe` pin projection is needed), its
@@ -216,6 +228,19 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
             catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)))
         };
         h.running.set(false);
+        h.steps.set(h.steps.get() + 1);
+        if event_loop.inner.trace_on() {
+            let outcome = match &polled {
+                Ok(Poll::Ready(_)) => "ready: finished",
+                Ok(Poll::Pending) => "pending: waits for a wake-up",
+                Err(_) => "panicked",
+            };
+            eprintln!(
+                "evloop: task {} step {}: {outcome}",
+                h.label(),
+                h.steps.get()
+            );
+        }
         match polled {
             Ok(Poll::Ready(value)) => self.finish(event_loop, Ok(value)),
             Ok(Poll::Pending) if h.cancel_requested.get() => {
@@ -427,6 +452,7 @@ where
             waker: RefCell::new(None),
             name: RefCell::new(None),
             location,
+            steps: Cell::new(0),
         },
         future: RefCell::new(Some(Box::pin(future))),
         output: RefCell::new(None),
@@ -444,24 +470,5 @@ where
     Task {
         cell,
         event_loop: Rc::downgrade(inner),
-    }
-}
-
-/// Runs a task step under debug mode's stopwatch.
-pub(crate) fn timed_step(task: Rc<dyn TaskRun>, event_loop: &EventLoop) {
-    let (name, location) = {
-        let h = task.header();
-        (h.name.borrow().clone(), h.location)
-    };
-    let start = Instant::now();
-    task.step(event_loop);
-    let took = start.elapsed();
-    let slow = event_loop.slow_callback_duration();
-    if took >= slow {
-        eprintln!(
-            "evloop: slow task step: task {} spawned at {location} took {took:?} \
-             (slow_callback_duration is {slow:?}); a step that does not await blocks the loop",
-            name.as_deref().unwrap_or("<unnamed>")
-        );
     }
 }
