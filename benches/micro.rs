@@ -24,30 +24,40 @@ fn arg(args: &[String], i: usize, default: u64) -> u64 {
     args.get(i).and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
-/// K chains of call_soon: each callback schedules its successor while the budget lasts.
+/// K chains of call_soon: each callback schedules its successor while the budget lasts. The
+/// closure captures only its chain number and the counters are thread-locals, exactly as in
+/// the peers' `rust-vecdeque` floor, so both box the same closure.
 fn callbacks(n: u64, k: u64) {
-    let lp = EventLoop::new().unwrap();
-    let remain = Rc::new(Cell::new(n - k));
-    let executed = Rc::new(Cell::new(0u64));
-    fn link(lp: &EventLoop, chain: u64, remain: Rc<Cell<u64>>, executed: Rc<Cell<u64>>, n: u64) {
-        executed.set(executed.get() + 1);
-        let r = remain.get();
+    thread_local! {
+        static REMAIN: Cell<u64> = const { Cell::new(0) };
+        static EXECUTED: Cell<u64> = const { Cell::new(0) };
+        static TOTAL: Cell<u64> = const { Cell::new(0) };
+    }
+    fn link(lp: &EventLoop, chain: u64) {
+        let executed = EXECUTED.with(|e| {
+            e.set(e.get() + 1);
+            e.get()
+        });
+        let r = REMAIN.with(|r| r.get());
         if r > 0 {
-            remain.set(r - 1);
-            lp.call_soon(move |lp| link(lp, std::hint::black_box(chain), remain, executed, n));
-        } else if executed.get() == n {
+            REMAIN.with(|x| x.set(r - 1));
+            lp.call_soon(move |lp| link(lp, std::hint::black_box(chain)));
+        } else if executed == TOTAL.with(|t| t.get()) {
             lp.stop();
         }
     }
+    let lp = EventLoop::new().unwrap();
+    REMAIN.with(|r| r.set(n - k));
+    EXECUTED.with(|e| e.set(0));
+    TOTAL.with(|t| t.set(n));
     let it0 = lp.stats().iterations;
     let t0 = Instant::now();
     for c in 0..k {
-        let (r, e) = (remain.clone(), executed.clone());
-        lp.call_soon(move |lp| link(lp, c, r, e, n));
+        lp.call_soon(move |lp| link(lp, c));
     }
     lp.run_forever().unwrap();
     let dt = t0.elapsed().as_nanos() as f64;
-    assert_eq!(executed.get(), n);
+    assert_eq!(EXECUTED.with(|e| e.get()), n);
     let bench = if k == 1 {
         "callbacks_chain"
     } else {

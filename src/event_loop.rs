@@ -199,8 +199,9 @@ impl EventLoop {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn with_backend(backend: Backend) -> io::Result<EventLoop> {
-        let selector = new_selector(backend)?;
-        let waker = evloop_sys::Waker::new()?;
+        let mut selector = new_selector(backend)?;
+        // The selector's own waker (kqueue: EVFILT_USER), or an fd waker registered in it.
+        let waker = evloop_sys::Waker::for_selector(&mut *selector)?;
         let registry = Registry::new(selector, waker.fd())?;
         let env_on = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
         let id = NEXT_LOOP_ID.fetch_add(1, Ordering::Relaxed);
@@ -739,14 +740,21 @@ impl EventLoop {
     }
 
     #[track_caller]
+    #[inline]
     fn assert_open(&self, what: &str) {
         if self.inner.closed.get() {
-            panic!(
-                "EventLoop::{what}: the event loop is closed; nothing scheduled on it could run"
-            );
+            closed_panic(what);
         }
     }
+}
 
+#[cold]
+#[track_caller]
+fn closed_panic(what: &str) -> ! {
+    panic!("EventLoop::{what}: the event loop is closed; nothing scheduled on it could run")
+}
+
+impl EventLoop {
     /// Checks and sets "running"; the guard unsets it (and the stop request) on every exit,
     /// panics included, so no stale `stop()` survives a panic (EDGE_CASES 33).
     fn enter(&self, what: &str) -> io::Result<RunningGuard> {

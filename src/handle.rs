@@ -39,8 +39,8 @@ pub(crate) enum State {
 /// A callback cell as the loop sees it, whatever closure type is inside.
 pub(crate) trait Callback {
     /// Runs the closure if it is still pending (marks it `Done` first, so a `cancel` from
-    /// inside the callback is a no-op). Calls user code.
-    fn run(&self, event_loop: &EventLoop);
+    /// inside the callback is a no-op); returns whether it ran. Calls user code.
+    fn run(&self, event_loop: &EventLoop) -> bool;
     /// Cancels a pending cell and drops its closure; returns whether it was pending.
     fn cancel(&self) -> bool;
     fn state(&self) -> State;
@@ -70,15 +70,17 @@ impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
 }
 
 impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
-    fn run(&self, event_loop: &EventLoop) {
-        if !matches!(self.state.get(), State::Queued | State::Scheduled) {
-            return;
+    #[inline]
+    fn run(&self, event_loop: &EventLoop) -> bool {
+        if self.state.get() != State::Queued {
+            return false; // cancelled while queued
         }
         self.state.set(State::Done);
         if let Some(callback) = self.callback.take() {
             // Calls user code: it may schedule, cancel (a no-op on this cell now), or panic.
             callback(event_loop);
         }
+        true
     }
 
     fn cancel(&self) -> bool {

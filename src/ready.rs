@@ -89,16 +89,11 @@ impl Ready {
 
     /// Runs the entry; returns `false` if it was skipped because it was cancelled.
     /// Calls user code; the caller must hold no borrow of the loop's state.
+    #[inline]
     pub(crate) fn run(self, event_loop: &EventLoop) -> bool {
         match self {
-            Ready::Callback(cell) => {
-                if cell.state() != crate::handle::State::Queued {
-                    return false;
-                }
-                // Calls user code.
-                cell.run(event_loop);
-                true
-            }
+            // Calls user code (one virtual call: the cell checks its own state).
+            Ready::Callback(cell) => cell.run(event_loop),
             Ready::Io(watcher) => {
                 if watcher.cancelled.get() {
                     return false;

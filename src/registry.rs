@@ -89,8 +89,10 @@ const EVENTS_INITIAL: usize = 256;
 const EVENTS_MAX: usize = 65_536;
 
 impl Registry {
-    pub(crate) fn new(mut selector: Box<dyn Selector>, waker_fd: RawFd) -> io::Result<Registry> {
-        selector.register(waker_fd, Interest::READABLE)?;
+    /// `waker_fd` is what the selector's events name for the loop's waker, already set up
+    /// by `evloop_sys::Waker::for_selector` (an fd registered for read interest, or the
+    /// kqueue fd for kqueue's `EVFILT_USER`).
+    pub(crate) fn new(selector: Box<dyn Selector>, waker_fd: RawFd) -> io::Result<Registry> {
         Ok(Registry {
             selector,
             slots: FdMap::default(),
@@ -216,6 +218,7 @@ impl Registry {
     /// Step 1: applies the batched interest changes, one selector call per fd that needs one.
     /// An fd the kernel refuses at this point was closed behind our back: its callbacks are
     /// queued once so that their next read or write sees the error.
+    #[inline]
     pub(crate) fn flush(&mut self, ready: &mut VecDeque<Ready>) -> usize {
         if self.dirty.is_empty() {
             return 0;
@@ -268,6 +271,7 @@ impl Registry {
     }
 
     /// Step 3: waits in the selector.
+    #[inline]
     pub(crate) fn select(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.selector.select(&mut self.events, timeout)
     }
@@ -279,6 +283,7 @@ impl Registry {
 
     /// Step 4: queues the reader and/or writer of every reported fd; says whether the waker
     /// fired. Grows the event buffer when a wait filled it.
+    #[inline]
     pub(crate) fn dispatch(&mut self, ready: &mut VecDeque<Ready>) -> Dispatched {
         let mut d = Dispatched {
             events: self.events.len(),
