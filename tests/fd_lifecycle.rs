@@ -117,7 +117,18 @@ per_backend! {
         // epoll registers the open file *description*: closing our number while a dup lives
         // keeps the registration, and it reports events under the old number. The epoll
         // backend detects the stale generation and rebuilds itself; poll and select watch
-        // numbers and never see the old file again.
+        // numbers and never see the old file again; a kernel kqueue drops the knote at close.
+        //
+        // Not run on libkqueue (kqueue on Linux): libkqueue sits on epoll and inherits its
+        // problem without the cure. Its epoll registration of the old file survives the
+        // close (the dup keeps the file open), the re-add has to EV_DELETE the stale knote
+        // first (docs/08-kqueue.md, "close without EV_DELETE"), and that frees the state the
+        // surviving registration points to: when the old file becomes readable, libkqueue's
+        // linux_kevent_copyout reads freed memory (SIGSEGV, seen with libkqueue 2.7.0-265).
+        if backend == Backend::Kqueue && cfg!(target_os = "linux") {
+            eprintln!("skipped on libkqueue: use-after-free in libkqueue for this case");
+            return;
+        }
         let lp = new_loop(backend);
         let base = base_for(backend);
         let (mut a_old, b_old) = pair_at(base);

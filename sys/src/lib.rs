@@ -12,8 +12,10 @@
 //! 1. [`cvt`]: `-1`/`errno` to `io::Error`, and the EINTR policy, in one place.
 //! 2. [`timeout`]: `Option<Duration>` to ms / timeval / timespec, always rounding up.
 //! 3. [`selector`]: the [`Selector`] trait and [`Backend`]; then one file per backend:
-//!    [`selector::epoll`], [`selector::poll`], [`selector::select`].
-//! 4. [`waker`]: eventfd or self-pipe, to wake a blocked loop from another thread.
+//!    [`selector::epoll`], [`selector::poll`], [`selector::select`], and `selector::kqueue`
+//!    where the system has kqueue (or Linux has libkqueue: `docs/08-kqueue.md`).
+//! 4. [`waker`]: eventfd, self-pipe or kqueue's `EVFILT_USER`, to wake a blocked loop from
+//!    another thread.
 //! 5. [`fd`]: pipes, socket pairs, flags, `RLIMIT_NOFILE`; [`signal`]: test-grade signal aids.
 //!
 //! ```

@@ -1,12 +1,20 @@
 //! The cross-thread waker: wakes a loop blocked in its selector from any thread.
 //!
-//! asyncio's self-pipe (`_write_to_self`), libev's `ev_async`, mio's `Waker`. The loop
-//! registers [`Waker::fd`] for read interest like any fd; [`Waker::wake`] makes it readable,
-//! so a blocked `select` returns, and it *stays* readable until [`Waker::drain`], so a wake
-//! that comes before the loop blocks still ends the next wait at once (no lost wake-up).
+//! asyncio's self-pipe (`_write_to_self`), libev's `ev_async`, mio's `Waker`. [`Waker::wake`]
+//! makes the loop's next (or current) `select` return with an event for [`Waker::fd`], so a
+//! blocked `select` returns, and a wake that comes before the loop blocks still ends the next
+//! wait at once (no lost wake-up). Two kinds:
 //!
-//! - Linux: one `eventfd` (a 64-bit counter; a write adds, a read resets).
-//! - Elsewhere: a non-blocking pipe; the read end is watched, the write end written.
+//! - **An fd** ([`Waker::new`]), registered for read interest like any fd. Linux: one
+//!   `eventfd` (a 64-bit counter; a write adds, a read resets); elsewhere a non-blocking pipe,
+//!   the read end watched, the write end written. It *stays* readable until [`Waker::drain`].
+//! - **Built into the selector** ([`Selector::waker`]): kqueue's `EVFILT_USER` knote, triggered
+//!   with `NOTE_TRIGGER` and reported once per burst of wakes (`EV_CLEAR`); no fd of its own,
+//!   no read to drain it. Its events name the kqueue fd, which is what [`Waker::fd`] returns.
+//!
+//! [`Waker::for_selector`] gives a loop whichever the selector supports, so the loop needs no
+//! backend knowledge: it uses the selector's own waker when there is one, else an fd waker it
+//! registers in the selector.
 //!
 //! Wakes are idempotent until drained: a full pipe or a saturated counter gives `EAGAIN`,
 //! which means "a wake is already pending" and is ignored (EDGE_CASES 46). Coalescing many
@@ -14,13 +22,33 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+#[cfg(evloop_kqueue)]
+use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(evloop_kqueue)]
+use std::sync::Arc;
+
+use crate::selector::{Interest, Selector};
 
 /// A wake-up channel into a loop. `Send + Sync`: share it behind an `Arc`.
 #[derive(Debug)]
 pub struct Waker {
-    read: OwnedFd,
-    /// The pipe's write end; `None` for an eventfd (one fd does both).
-    write: Option<OwnedFd>,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// An eventfd (`write: None`, one fd does both) or a pipe.
+    Fd {
+        read: OwnedFd,
+        write: Option<OwnedFd>,
+    },
+    /// kqueue's `EVFILT_USER` knote; `kq` keeps the kqueue open while a waker lives, so a
+    /// trigger never reaches a closed or reused number.
+    #[cfg(evloop_kqueue)]
+    Kqueue {
+        kq: Arc<OwnedFd>,
+        pending: AtomicBool,
+    },
 }
 
 impl Waker {
@@ -31,25 +59,78 @@ impl Waker {
     /// `EMFILE`/`ENFILE` when out of fds.
     pub fn new() -> io::Result<Waker> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            Ok(Waker {
-                read: crate::fd::eventfd()?,
-                write: None,
-            })
-        }
+        let kind = Kind::Fd {
+            read: crate::fd::eventfd()?,
+            write: None,
+        };
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        {
+        let kind = {
             let (read, write) = crate::fd::pipe()?;
-            Ok(Waker {
+            Kind::Fd {
                 read,
                 write: Some(write),
-            })
+            }
+        };
+        Ok(Waker { kind })
+    }
+
+    /// The waker for a loop on `selector`: the selector's own ([`Selector::waker`]: kqueue's
+    /// `EVFILT_USER`) where it has one, else a [`Waker::new`] registered in `selector` for
+    /// read interest. Either way the selector then reports an event for [`Waker::fd`] after
+    /// each [`Waker::wake`].
+    ///
+    /// # Errors
+    /// Those of [`Waker::new`], [`Selector::waker`] and [`Selector::register`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop_sys::{new_selector, Backend, Events, Waker};
+    /// for backend in Backend::available() {
+    ///     let mut sel = new_selector(backend).unwrap();
+    ///     let waker = Waker::for_selector(&mut *sel).unwrap();
+    ///     waker.wake().unwrap();
+    ///     let mut events = Events::with_capacity(4);
+    ///     sel.select(&mut events, Some(Duration::from_secs(5))).unwrap();
+    ///     assert!(events.iter().any(|e| e.fd == waker.fd() && e.readable));
+    ///     assert!(waker.drain().unwrap());
+    /// }
+    /// ```
+    pub fn for_selector(selector: &mut dyn Selector) -> io::Result<Waker> {
+        if let Some(waker) = selector.waker()? {
+            return Ok(waker);
+        }
+        let waker = Waker::new()?;
+        selector.register(waker.fd(), Interest::READABLE)?;
+        Ok(waker)
+    }
+
+    /// The waker of a kqueue's `EVFILT_USER` knote (registered by the selector already).
+    #[cfg(evloop_kqueue)]
+    pub(crate) fn from_kqueue(kq: Arc<OwnedFd>) -> Waker {
+        Waker {
+            kind: Kind::Kqueue {
+                kq,
+                pending: AtomicBool::new(false),
+            },
         }
     }
 
-    /// The fd to register for read interest.
+    /// The fd the selector's events name for this waker: for an fd waker, the fd to register
+    /// for read interest; for a selector's own waker, the selector's kernel object (the kqueue
+    /// fd), which is never registered.
     pub fn fd(&self) -> RawFd {
-        self.read.as_raw_fd()
+        match &self.kind {
+            Kind::Fd { read, .. } => read.as_raw_fd(),
+            #[cfg(evloop_kqueue)]
+            Kind::Kqueue { kq, .. } => kq.as_raw_fd(),
+        }
+    }
+
+    /// Whether this waker is built into its selector (so its fd must not be registered).
+    pub fn is_selector_owned(&self) -> bool {
+        !matches!(self.kind, Kind::Fd { .. })
     }
 
     /// Makes [`Waker::fd`] readable. Safe to call from any thread, any number of times.
@@ -67,13 +148,17 @@ impl Waker {
     /// assert!(!w.drain().unwrap());
     /// ```
     pub fn wake(&self) -> io::Result<()> {
-        let fd = self.write.as_ref().unwrap_or(&self.read);
-        let one = 1u64.to_ne_bytes();
-        let buf: &[u8] = if self.write.is_some() {
-            &one[..1]
-        } else {
-            &one
+        let (read, write) = match &self.kind {
+            Kind::Fd { read, write } => (read, write),
+            #[cfg(evloop_kqueue)]
+            Kind::Kqueue { kq, pending } => {
+                pending.store(true, Ordering::Release);
+                return crate::selector::kqueue::trigger(kq.as_raw_fd());
+            }
         };
+        let fd = write.as_ref().unwrap_or(read);
+        let one = 1u64.to_ne_bytes();
+        let buf: &[u8] = if write.is_some() { &one[..1] } else { &one };
         match crate::fd::write(fd.as_fd(), buf) {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
@@ -87,14 +172,20 @@ impl Waker {
     /// # Errors
     /// Only unexpected ones.
     pub fn drain(&self) -> io::Result<bool> {
+        let (read, write) = match &self.kind {
+            Kind::Fd { read, write } => (read, write),
+            // `EV_CLEAR` reset the knote when it was reported: only the flag is left.
+            #[cfg(evloop_kqueue)]
+            Kind::Kqueue { pending, .. } => return Ok(pending.swap(false, Ordering::AcqRel)),
+        };
         let mut buf = [0u8; 64];
         let mut any = false;
         loop {
-            match crate::fd::read(self.read.as_fd(), &mut buf) {
+            match crate::fd::read(read.as_fd(), &mut buf) {
                 // An eventfd read resets the counter in one go; a pipe may need more reads.
                 Ok(n) if n > 0 => {
                     any = true;
-                    if self.write.is_none() {
+                    if write.is_none() {
                         return Ok(true);
                     }
                 }

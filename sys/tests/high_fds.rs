@@ -3,13 +3,14 @@
 //! - EDGE_CASES 15: fds at or above `FD_SETSIZE` (1024), which need `RLIMIT_NOFILE` raised;
 //! - the fd leak check (EDGE_CASES 60), which counts `/proc/self/fd` and so must not race with
 //!   other tests opening fds;
-//! - `EVLOOP_BACKEND`, an environment variable.
+//! - `EVLOOP_BACKEND`, an environment variable;
+//! - EDGE_CASES 22, which puts a pipe at fd 0 (stdin) for a while.
 
 #[macro_use]
 mod common;
 
 use std::io::ErrorKind;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -111,6 +112,111 @@ per_backend! {
         send(&b, b"x");
         assert!(wait_for(&mut *sel, &mut events, 1023).readable);
     }
+
+    /// EDGE_CASES 22: the waker is never mistaken for fd 0, nor fd 0 for the waker. kqueue's
+    /// waker is an `EVFILT_USER` knote with ident 0, the very number of fd 0's `EVFILT_READ`
+    /// knote; events are matched on (ident, filter). A pipe sits at fd 0 meanwhile (this
+    /// binary runs one test at a time; stdin is put back after).
+    fn edge_22_the_waker_and_fd_0_are_told_apart(backend: Backend) {
+        let _serial = serial();
+        let (r, w) = pipe();
+        let zero = AtFdZero::new(&r);
+        drop(r);
+        let mut sel = selector(backend);
+        let mut events = Events::with_capacity(8);
+        let waker = Waker::for_selector(&mut *sel).unwrap();
+        assert_ne!(waker.fd(), 0);
+        sel.register(0, Interest::READABLE).unwrap();
+        assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
+        // A wake: the waker's event only.
+        waker.wake().unwrap();
+        let got = select(&mut *sel, &mut events, Some(WAIT));
+        assert_eq!(about(&got, waker.fd()).len(), 1, "{got:?}");
+        assert!(about(&got, 0).is_empty(), "a wake reported as fd 0: {got:?}");
+        assert!(waker.drain().unwrap());
+        // Data on fd 0: fd 0's event only.
+        send(&w, b"x");
+        let got = select(&mut *sel, &mut events, Some(WAIT));
+        assert_eq!(about(&got, 0).len(), 1, "{got:?}");
+        assert!(about(&got, 0)[0].readable, "{got:?}");
+        assert!(about(&got, waker.fd()).is_empty(), "fd 0 reported as a wake: {got:?}");
+        assert!(!waker.drain().unwrap());
+        sel.unregister(0).unwrap();
+        assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
+        drop(sel);
+        drop(zero);
+    }
+}
+
+/// Puts `fd` at number 0 until dropped, then gives fd 0 back what it was (or closes it).
+struct AtFdZero {
+    saved: Option<OwnedFd>,
+}
+
+impl AtFdZero {
+    fn new(fd: &impl AsRawFd) -> AtFdZero {
+        let saved = evloop_sys::fd::is_open(0).then(|| {
+            // SAFETY: fd 0 is open (checked just above; this binary runs one test at a time
+            // and nothing else touches fd 0), and a borrow of it lives only for this dup.
+            let zero = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+            evloop_sys::fd::dup_at_least(zero, 3).unwrap()
+        });
+        // SAFETY: dup2 onto 0 of an fd we hold open; it touches no memory. fd 0 is replaced
+        // atomically and restored by Drop.
+        let r = unsafe { libc::dup2(fd.as_raw_fd(), 0) };
+        assert_eq!(r, 0, "dup2 onto fd 0");
+        AtFdZero { saved }
+    }
+}
+
+impl Drop for AtFdZero {
+    fn drop(&mut self) {
+        match &self.saved {
+            // SAFETY: dup2 of the saved stdin (open, ours) back onto 0; no memory involved.
+            Some(saved) => unsafe {
+                libc::dup2(saved.as_raw_fd(), 0);
+            },
+            // SAFETY: fd 0 was closed before the test: close the pipe put there.
+            None => unsafe {
+                libc::close(0);
+            },
+        }
+    }
+}
+
+/// The count of open fds once it settles on `expected` (given up to a second), for the kqueue
+/// backend on libkqueue: libkqueue closes a kqueue's internal fds (its epoll fd, a pipe, its
+/// filters' eventfds) from a monitoring thread shortly after the kqueue fd is closed. Where
+/// fds are released at once, this is one read of `/proc/self/fd`.
+fn settled_fds(expected: usize) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let n = count_open_fds();
+        if n == expected || !libkqueue_here() || std::time::Instant::now() >= deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The count of open fds once no kqueue is being torn down by libkqueue any more (the same
+/// count twice, 20 ms apart); one read where there is no libkqueue.
+fn quiet_fds() -> usize {
+    let mut n = count_open_fds();
+    while libkqueue_here() {
+        std::thread::sleep(Duration::from_millis(20));
+        let m = count_open_fds();
+        if m == n {
+            break;
+        }
+        n = m;
+    }
+    n
+}
+
+/// Whether this build's kqueue backend is libkqueue (kqueue available on Linux).
+fn libkqueue_here() -> bool {
+    cfg!(target_os = "linux") && Backend::Kqueue.is_available()
 }
 
 /// No fd leaks: 100 selectors of each backend, each with a socket and a waker registered and
@@ -122,9 +228,6 @@ fn no_fd_leak_from_selectors_wakers_and_rebuilds() {
     let mut events = Events::with_capacity(8);
     let round = |events: &mut Events| {
         for backend in Backend::available() {
-            let Ok(_) = evloop_sys::new_selector(backend) else {
-                continue; // kqueue before its backend lands
-            };
             for _ in 0..100 {
                 let mut sel = selector(backend);
                 let (a, _b) = pair();
@@ -133,6 +236,10 @@ fn no_fd_leak_from_selectors_wakers_and_rebuilds() {
                 sel.register(waker.fd(), Interest::READABLE).unwrap();
                 waker.wake().unwrap();
                 assert!(!select(&mut *sel, events, Some(WAIT)).is_empty());
+                // And the selector's own waker (kqueue's EVFILT_USER), if it has one.
+                let own = Waker::for_selector(&mut *sel).unwrap();
+                own.wake().unwrap();
+                assert!(!select(&mut *sel, events, Some(WAIT)).is_empty());
             }
         }
         #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -140,9 +247,9 @@ fn no_fd_leak_from_selectors_wakers_and_rebuilds() {
     };
     // A first round, uncounted, in case anything opens an fd lazily on first use.
     round(&mut events);
-    let before = count_open_fds();
+    let before = quiet_fds();
     round(&mut events);
-    let after = count_open_fds();
+    let after = settled_fds(before);
     assert_eq!(
         before, after,
         "fds leaked: {before} open before, {after} after"

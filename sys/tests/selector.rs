@@ -376,6 +376,14 @@ per_backend! {
         if matches!(backend, Backend::Epoll | Backend::Poll) {
             assert!(ev.error, "{ev:?}");
         }
+        // kqueue: EV_EOF on the write filter. A kernel leaves fflags 0 for a pipe (a hang-up
+        // only); libkqueue sees epoll's EPOLLERR and puts EIO in fflags (an error as well).
+        if backend == Backend::Kqueue {
+            assert!(ev.hangup, "{ev:?}");
+        }
+        if is_libkqueue(backend) {
+            assert!(ev.error, "{ev:?}");
+        }
     }
 
     /// Peer close is readable: the read end of a pipe whose writer is gone (POLLHUP without
@@ -773,6 +781,75 @@ per_backend! {
         assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
     }
 
+    /// The loop's waker as `Waker::for_selector` sets it up on every backend: the selector's
+    /// own where it has one (kqueue: an `EVFILT_USER` knote, no fd of its own), else an fd
+    /// waker registered in it. A wake from another thread ends a select blocked for 10 s with
+    /// one readable event naming `waker.fd()`.
+    fn selector_waker_wakes_a_blocked_select_from_another_thread(backend: Backend) {
+        let mut sel = selector(backend);
+        let waker = Arc::new(Waker::for_selector(&mut *sel).unwrap());
+        match backend {
+            Backend::Kqueue => {
+                // EVFILT_USER where the kernel has it (libkqueue does); a pipe elsewhere.
+                if is_libkqueue(backend) {
+                    assert!(waker.is_selector_owned());
+                }
+                if waker.is_selector_owned() {
+                    assert_eq!(Some(waker.fd()), sel.backend_fd());
+                    assert!(sel.is_empty(), "EVFILT_USER is not an fd registration");
+                }
+            }
+            _ => {
+                assert!(!waker.is_selector_owned());
+                assert_eq!(sel.len(), 1);
+            }
+        }
+        let mut events = Events::with_capacity(8);
+        let remote = Arc::clone(&waker);
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            remote.wake().unwrap();
+        });
+        let start = Instant::now();
+        let got = select(&mut *sel, &mut events, Some(Duration::from_secs(10)));
+        let elapsed = start.elapsed();
+        t.join().unwrap();
+        assert_eq!(got.len(), 1, "no wake-up after {elapsed:?}: {got:?}");
+        assert!(got[0].fd == waker.fd() && got[0].readable && !got[0].writable, "{got:?}");
+        assert!(elapsed < SANITY, "woken only after {elapsed:?}");
+        assert!(waker.drain().unwrap());
+    }
+
+    /// Wakes before the wait are not lost and coalesce: the next select returns at once with
+    /// one event for the waker; after `drain` (which says there was a wake) there is nothing
+    /// to report or drain; and the waker works again afterwards. Events of a real fd come in
+    /// the same call, apart from the waker's.
+    fn selector_waker_coalesces_and_is_told_apart_from_fds(backend: Backend) {
+        let mut sel = selector(backend);
+        let waker = Waker::for_selector(&mut *sel).unwrap();
+        let (a, b) = pair();
+        sel.register(raw(&a), Interest::READABLE).unwrap();
+        let mut events = Events::with_capacity(8);
+        for _ in 0..10 {
+            waker.wake().unwrap();
+        }
+        send(&b, b"x");
+        let start = Instant::now();
+        let got = select(&mut *sel, &mut events, Some(Duration::from_secs(10)));
+        assert!(start.elapsed() < SANITY, "{:?}", start.elapsed());
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(about(&got, waker.fd()).len(), 1, "{got:?}");
+        assert!(about(&got, raw(&a))[0].readable, "{got:?}");
+        assert!(waker.drain().unwrap());
+        assert!(!waker.drain().unwrap());
+        drain(&a);
+        assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
+        waker.wake().unwrap();
+        let got = select(&mut *sel, &mut events, Some(WAIT));
+        assert_eq!(about(&got, waker.fd()).len(), 1, "{got:?}");
+        assert!(waker.drain().unwrap());
+    }
+
     /// EDGE_CASES 60: every fd the crate creates for a selector (the epoll fd) or a waker is
     /// close-on-exec. Kernel-object backends expose it; poll and select have none.
     fn edge_60_selector_and_waker_fds_are_cloexec(backend: Backend) {
@@ -887,11 +964,24 @@ fn available_backends_start_with_the_platform_default() {
         Backend::Poll
     };
     assert_eq!(Backend::platform_default(), expected);
-    #[cfg(target_os = "linux")]
+    // Linux has epoll, and kqueue only through libkqueue (EVLOOP_LIBKQUEUE at build time),
+    // where epoll stays the default.
+    #[cfg(all(target_os = "linux", not(evloop_kqueue)))]
     assert_eq!(
         avail,
         [
             Backend::Epoll,
+            Backend::Poll,
+            Backend::Select,
+            Backend::SelectStrict
+        ]
+    );
+    #[cfg(all(target_os = "linux", evloop_kqueue))]
+    assert_eq!(
+        avail,
+        [
+            Backend::Epoll,
+            Backend::Kqueue,
             Backend::Poll,
             Backend::Select,
             Backend::SelectStrict
@@ -920,9 +1010,6 @@ fn new_selector_of_an_unavailable_backend_is_unsupported() {
         assert!(err.to_string().contains(b.name()), "{err}");
     }
     for b in Backend::available() {
-        if b == Backend::Kqueue {
-            continue; // not implemented yet
-        }
         assert_eq!(evloop_sys::new_selector(b).unwrap().backend(), b);
     }
 }

@@ -13,6 +13,10 @@ pub use evloop::{Backend, EventLoop};
 /// Writes each test once, as `fn name(backend: Backend)`, and expands it into one `#[test]`
 /// per backend, in modules named after the backend: `poll::name`, `select_strict::name`...
 /// so `cargo test select::` runs one backend.
+///
+/// The kqueue module exists where `cfg(evloop_kqueue)` is set: the BSDs and macOS, and Linux
+/// built with `EVLOOP_LIBKQUEUE` (the root `build.rs` takes the cfg from `evloop-sys`;
+/// `docs/08-kqueue.md`).
 #[macro_export]
 macro_rules! per_backend {
     ($( $(#[$meta:meta])* fn $name:ident($b:ident: Backend) $body:block )*) => {
@@ -21,6 +25,10 @@ macro_rules! per_backend {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         mod epoll {
             $( #[test] fn $name() { super::$name(evloop::Backend::Epoll) } )*
+        }
+        #[cfg(evloop_kqueue)]
+        mod kqueue {
+            $( #[test] fn $name() { super::$name(evloop::Backend::Kqueue) } )*
         }
         mod poll {
             $( #[test] fn $name() { super::$name(evloop::Backend::Poll) } )*

@@ -2,7 +2,8 @@
 //!
 //! A selector is asyncio's `selectors.BaseSelector` in Rust: register, modify or unregister an
 //! fd with an interest, then [`Selector::select`] waits for readiness. Four backends implement
-//! it, one file each (`epoll.rs`, `poll.rs`, `select.rs`, and `kqueue.rs` where the OS has it);
+//! it, one file each (`epoll.rs`, `poll.rs`, `select.rs`, and `kqueue.rs` where the OS has it,
+//! or on Linux with libkqueue; its hand-written FFI is `kevent.rs`);
 //! the loop in `src/` sees only `Box<dyn Selector>` and never names a backend except to pick
 //! the default ([`Backend::from_env`]).
 //!
@@ -21,6 +22,9 @@
 //! - **A registered fd closed behind our back** (EDGE_CASES 8) is reported once as an error
 //!   event on poll and select (which would otherwise spin or fail every call) and is then
 //!   ignored until unregistered; epoll and kqueue drop it silently, as the kernel does.
+//! - **Waking**: [`Selector::waker`] hands out the selector's own waker where it has one
+//!   (kqueue's `EVFILT_USER`); [`Waker::for_selector`] falls back to an fd waker registered
+//!   like any fd, so the loop never needs to know which.
 
 use std::fmt;
 use std::io;
@@ -28,13 +32,22 @@ use std::os::fd::RawFd;
 use std::str::FromStr;
 use std::time::Duration;
 
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod epoll;
+mod kevent;
+#[cfg(evloop_kqueue)]
+pub mod kqueue;
 pub mod poll;
 pub mod select;
 
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub use epoll::EpollSelector;
+#[cfg(evloop_kqueue)]
+pub use kqueue::KqueueSelector;
 pub use poll::PollSelector;
 pub use select::SelectSelector;
+
+use crate::waker::Waker;
 
 /// What an fd is watched for: readable, writable, or both. Never empty inside a selector.
 ///
@@ -107,7 +120,8 @@ impl fmt::Debug for Interest {
 /// `hangup` say why, for the curious; the truth is what the next `read`/`write` returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
-    /// The fd, as registered.
+    /// The fd, as registered; for the selector's own waker ([`Selector::waker`]), the fd its
+    /// [`Waker::fd`] names.
     pub fd: RawFd,
     /// A read will not block (data, EOF, or an error to collect).
     pub readable: bool,
@@ -116,7 +130,7 @@ pub struct Event {
     /// The kernel flagged an error condition (`EPOLLERR`, `POLLERR`, `POLLNVAL`, select's
     /// `EBADF` probe, `EV_ERROR`).
     pub error: bool,
-    /// The kernel flagged a hang-up (`EPOLLHUP`, `POLLHUP`, `EV_EOF`).
+    /// The kernel flagged a hang-up (`EPOLLHUP`, `POLLHUP`, `EV_EOF` on either kqueue filter).
     pub hangup: bool,
 }
 
@@ -420,6 +434,17 @@ pub trait Selector: fmt::Debug + Send {
     /// The kernel object behind the selector (the epoll or kqueue fd), if any: embedders can
     /// watch it from another loop. poll and select have none.
     fn backend_fd(&self) -> Option<RawFd>;
+
+    /// The selector's own waker, if it has one: a way to end a blocked [`Selector::select`]
+    /// from another thread without an fd of its own (kqueue: an `EVFILT_USER` knote). Every
+    /// [`Waker::wake`] then makes a `select` report an event for [`Waker::fd`]. `None` (the
+    /// default) means "register an fd waker": use [`Waker::for_selector`], which does either.
+    ///
+    /// # Errors
+    /// The kernel's error when the waker cannot be set up.
+    fn waker(&mut self) -> io::Result<Option<Waker>> {
+        Ok(None)
+    }
 }
 
 /// Creates the selector for `backend`.
@@ -441,9 +466,13 @@ pub fn new_selector(backend: Backend) -> io::Result<Box<dyn Selector>> {
     match backend {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         Backend::Epoll => Ok(Box::new(EpollSelector::new()?)),
+        #[cfg(evloop_kqueue)]
+        Backend::Kqueue => Ok(Box::new(KqueueSelector::new()?)),
         Backend::Poll => Ok(Box::new(PollSelector::new())),
         Backend::Select => Ok(Box::new(SelectSelector::new())),
         Backend::SelectStrict => Ok(Box::new(SelectSelector::strict())),
+        // Unreachable where both epoll and kqueue are compiled (Linux with libkqueue).
+        #[allow(unreachable_patterns)]
         other => Err(unavailable(other)),
     }
 }

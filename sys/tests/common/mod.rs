@@ -26,8 +26,8 @@ use evloop_sys::{Backend, Event, Events, Selector};
 ///
 /// The epoll module exists on Linux and Android only; the kqueue module only where `build.rs`
 /// sets `cfg(evloop_kqueue)` (build-script cfgs reach every target of the package, tests
-/// included), and its tests skip themselves while `new_selector(Backend::Kqueue)` is
-/// `Unsupported` (the backend has not landed yet).
+/// included): the BSDs and macOS, and Linux when `EVLOOP_LIBKQUEUE` names a libkqueue
+/// install (`docs/08-kqueue.md`).
 macro_rules! per_backend {
     ($( $(#[$attr:meta])* fn $name:ident($backend:ident : Backend) $body:block )+) => {
         $( $(#[$attr])* fn $name($backend: ::evloop_sys::Backend) $body )+
@@ -56,16 +56,16 @@ macro_rules! per_backend {
     };
 }
 
-/// Runs one backend's instance of a test; skips (with a message) only a kqueue backend that
-/// this build cannot create yet. Every other backend must be creatable.
+/// Runs one backend's instance of a test (a seam for per-backend setup; every backend the
+/// macro names must be creatable).
 pub fn run(backend: Backend, test: fn(Backend)) {
-    if backend == Backend::Kqueue {
-        if let Err(e) = evloop_sys::new_selector(backend) {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    }
     test(backend)
+}
+
+/// Whether the kqueue backend is libkqueue's emulation on top of epoll (Linux), where a few
+/// behaviours differ from a kernel kqueue (`docs/08-kqueue.md`, "libkqueue and a kernel").
+pub fn is_libkqueue(backend: Backend) -> bool {
+    backend == Backend::Kqueue && cfg!(target_os = "linux")
 }
 
 /// Long enough for anything that *will* happen ("the event must come"); only a bug waits this
