@@ -343,4 +343,54 @@ per_backend! {
         lp.run_forever().unwrap();
         assert!(lp.has_reader(fd));
     }
+
+    fn edge_24_removing_the_last_watcher_unregisters_so_a_hangup_cannot_spin(backend: Backend) {
+        // With interest merely set to "nothing", epoll and poll still report HUP forever. The
+        // registry unregisters an fd whose last watcher goes, so a hang-up afterwards is silent.
+        let lp = new_loop(backend);
+        let (a, b) = pair();
+        let fd = b.as_raw_fd();
+        lp.add_reader(fd, |_| panic!("removed before the hang-up")).unwrap();
+        lp.run_nowait().unwrap();
+        assert!(lp.remove_reader(fd));
+        lp.run_nowait().unwrap();
+        drop(a); // hang-up on b
+        let before = lp.stats().iterations;
+        lp.call_later(Duration::from_millis(30), |lp| lp.stop());
+        lp.run_forever().unwrap();
+        assert!(lp.stats().iterations - before <= 3, "the loop woke for an fd nobody watches");
+        drop(b);
+    }
+
+    fn edge_17_a_foreign_loop_can_embed_an_epoll_loop_through_its_fd(backend: Backend) {
+        // Embedding (libev's ev_embed, asyncio-in-GTK): a foreign loop, here a bare selector
+        // of any backend, watches the evloop's epoll fd and runs it without blocking whenever
+        // that fd is readable. epoll-in-epoll works; so do poll and select on an epoll fd.
+        if !Backend::available().contains(&Backend::Epoll) {
+            return;
+        }
+        let inner = EventLoop::with_backend(Backend::Epoll).unwrap();
+        let (mut a, mut b) = pair();
+        let got = Rc::new(Cell::new(0));
+        let g = got.clone();
+        inner
+            .add_reader(b.as_raw_fd(), move |_| g.set(g.get() + drain(&mut b)))
+            .unwrap();
+        let epfd = inner.backend_fd().unwrap();
+        let mut foreign = evloop::sys::new_selector(backend).unwrap();
+        foreign.register(epfd, evloop::Interest::READABLE).unwrap();
+        a.write_all(b"hello").unwrap();
+        let mut events = evloop::sys::Events::with_capacity(4);
+        for _ in 0..100 {
+            foreign.select(&mut events, Some(Duration::from_secs(5))).unwrap();
+            if events.iter().any(|e| e.fd == epfd && e.readable) {
+                inner.run_nowait().unwrap();
+            }
+            if got.get() == 5 {
+                break;
+            }
+        }
+        assert_eq!(got.get(), 5, "the embedded loop ran its reader");
+        foreign.unregister(epfd).unwrap();
+    }
 }
