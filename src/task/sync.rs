@@ -36,8 +36,8 @@
 //!
 //! | dropped while chosen | what happens |
 //! |---|---|
-//! | `Get` promised an item | the item stays first in line; the next getter is promised it and woken |
-//! | `Acquire` granted a permit | the permit is released again: to the next waiter, or back to the count |
+//! | `Get` promised an item | the item stays first in line: the next getter gets it (woken) |
+//! | `Acquire` granted a permit | the permit is released again: to the next waiter, or freed |
 //! | `Put` whose item was admitted | nothing: the put had completed, its item is in the queue |
 //! | `Wait` released by `set` | nothing: every waiter was woken anyway |
 //!
@@ -141,6 +141,11 @@ impl<E> WaitList<E> {
         self.entries.remove(index)
     }
 
+    /// Removes the waiter at `index`.
+    pub(crate) fn remove_at(&mut self, index: usize) -> Option<Waiter<E>> {
+        self.entries.remove(index)
+    }
+
     /// Whether the waiter `id`, known to be live, was served through
     /// [`pop_front`](WaitList::pop_front).
     pub(crate) fn was_served(&self, id: WaiterId) -> bool {
@@ -169,7 +174,7 @@ impl<E> WaitList<E> {
 
 /// Where a wait-list future is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
+pub(crate) enum Stage {
     /// Not polled yet: not in any wait list.
     Start,
     /// Parked in the wait list under this id.
@@ -178,7 +183,7 @@ enum Stage {
     Done,
 }
 
-const POLLED_AFTER_DONE: &str = "a sync future was polled again after it completed";
+pub(crate) const POLLED_AFTER_DONE: &str = "a sync future was polled again after it completed";
 
 // ---------------------------------------------------------------------------------------
 // Event
@@ -759,7 +764,7 @@ impl<T> Future for Get<'_, T> {
                         .expect("a waiting getter leaves the list only by itself");
                     if index < st.items.len() {
                         // Promised the item at our position: take it, and leave the line.
-                        st.getters.remove(id);
+                        st.getters.remove_at(index);
                         this.stage = Stage::Done;
                         Poll::Ready(st.take_item(index, &mut wake))
                     } else {
@@ -783,7 +788,9 @@ impl<T> Drop for Get<'_, T> {
         let heir = {
             let mut st = self.queue.state.borrow_mut();
             let index = st.getters.position(id);
-            st.getters.remove(id);
+            if let Some(index) = index {
+                st.getters.remove_at(index);
+            }
             match index {
                 // We were promised an item: the promises shift down by one, and the getter
                 // now standing at the last promised position is the one newly promised.
@@ -827,8 +834,8 @@ struct SemaphoreState {
 /// Contract:
 /// - [`acquire`](Semaphore::acquire) completes with a [`SemaphorePermit`] at once if a permit
 ///   is free and nobody waits; otherwise it waits. Dropping the permit releases it.
-/// - A released permit is handed to the first waiter (FIFO); [`try_acquire`](Semaphore::try_acquire)
-///   and newcomers cannot overtake waiters.
+/// - A released permit is handed to the first waiter (FIFO): newcomers and
+///   [`try_acquire`](Semaphore::try_acquire) cannot overtake waiters.
 /// - Dropping a waiting [`Acquire`] removes its waiter; if a permit had been handed to it,
 ///   the permit is released again (to the next waiter).
 ///
@@ -914,6 +921,7 @@ impl Semaphore {
     ///
     /// # Panics
     /// If the free count would overflow `usize`.
+    #[doc(alias = "release")]
     pub fn add_permits(&self, n: usize) {
         let woken: Vec<Waker> = {
             let mut st = self.state.borrow_mut();
