@@ -579,8 +579,20 @@ impl EventLoop {
         let mut future = std::pin::pin!(future);
         loop {
             if main.woken.swap(false, Ordering::AcqRel) {
+                let start = self.inner.debug.get().then(Instant::now);
                 // Calls user code.
-                if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+                let polled = future.as_mut().poll(&mut cx);
+                if let Some(start) = start {
+                    let (took, slow) = (start.elapsed(), self.inner.slow_callback.get());
+                    if took >= slow {
+                        eprintln!(
+                            "evloop: slow step of the future run by run_until_complete took \
+                             {took:?} (slow_callback_duration is {slow:?}); code that runs \
+                             without yielding blocks the loop and delays everything else"
+                        );
+                    }
+                }
+                if let Poll::Ready(value) = polled {
                     return Ok(value);
                 }
             }

@@ -56,6 +56,7 @@ pub use event_loop::{EventLoop, DEFAULT_SLOW_CALLBACK, MAX_DELAY};
 pub use evloop_sys::{Backend, Interest};
 pub use handle::{Handle, TimerHandle};
 pub use remote::Remote;
+pub use task::{channel, interval, sync};
 pub use task::{
     join_all, race, select, sleep, sleep_until, spawn, timeout, to_thread, yield_now, Elapsed,
     GroupError, InvalidState, Promise, PromiseError, Sleep, Task, TaskError, TaskGroup,
@@ -91,7 +92,8 @@ pub struct Stats {
     pub iterations: u64,
     /// Readiness events returned by the selector (the waker's included).
     pub events: u64,
-    /// Callbacks run: `call_soon`, timers, readers, writers, threadsafe callbacks.
+    /// Entries run from the ready deque: `call_soon` callbacks, timers, readers, writers,
+    /// threadsafe callbacks and task steps.
     pub callbacks_run: u64,
     /// Queued entries skipped because they were cancelled before their turn.
     pub cancelled_skipped: u64,

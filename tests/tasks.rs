@@ -289,7 +289,7 @@ per_backend! {
         assert_eq!(lp.stats().tasks, 1);
         lp.close().unwrap();
         assert_eq!(drops.get(), 1, "close dropped the pending task's future");
-        assert!(task.is_done());
+        assert!(task.is_done() && task.is_cancelled());
         waker.borrow().as_ref().unwrap().wake_by_ref(); // no-op
         drop(task);
     }

@@ -89,3 +89,33 @@ fn the_pool_respects_its_thread_limit_and_idle_threads_exit() {
     set_max_threads(8);
     set_idle_timeout(Duration::from_secs(10));
 }
+
+#[test]
+fn an_idle_thread_does_not_stop_the_pool_from_growing_for_a_burst() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    set_max_threads(8);
+    set_idle_timeout(Duration::from_secs(10));
+    let lp = new_loop(Backend::platform_default());
+    // Leave (at least) one idle thread behind...
+    lp.run_until_complete(evloop::to_thread(|| ()))
+        .unwrap()
+        .unwrap();
+    // ...then a burst of 3 blocking jobs must run in parallel, not one after another.
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    lp.run_until_complete(evloop::join_all((0..3).map(|_| {
+        let (running, peak) = (running.clone(), peak.clone());
+        evloop::to_thread(move || {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(50));
+            running.fetch_sub(1, Ordering::SeqCst);
+        })
+    })))
+    .unwrap();
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        3,
+        "the burst ran on 3 threads at once"
+    );
+}

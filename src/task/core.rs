@@ -263,6 +263,7 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
         if h.done.replace(true) {
             return false;
         }
+        h.cancel_requested.set(true);
         h.key.take();
         h.waker.borrow_mut().take();
         let future = self.future.borrow_mut().take();

@@ -109,10 +109,15 @@ pub fn pool_stats() -> PoolStats {
 fn submit(job: Job) {
     let mut s = lock();
     s.queue.push_back(job);
-    if s.idle > 0 {
+    // An idle thread only leaves `idle` once it wakes, so count queued jobs against idle
+    // threads: if there are more jobs waiting than idle threads to take them, grow.
+    if s.queue.len() <= s.idle {
         drop(s);
         pool().work.notify_one();
     } else if s.threads < s.max_threads {
+        if s.idle > 0 {
+            pool().work.notify_one();
+        }
         s.threads += 1;
         s.spawned_total += 1;
         drop(s);
@@ -139,6 +144,11 @@ fn worker() {
     let mut s = lock();
     loop {
         if s.threads > s.max_threads {
+            // Over a lowered limit: exit, and pass on the wake-up this thread may have been
+            // given, so a queued job is not left waiting for an idle timeout.
+            if !s.queue.is_empty() {
+                pool().work.notify_one();
+            }
             break;
         }
         if let Some(job) = s.queue.pop_front() {

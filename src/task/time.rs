@@ -172,7 +172,8 @@ pub async fn yield_now() {
 pub enum MissedTick {
     /// Fire the missed ticks back to back until caught up, then keep the original grid.
     Burst,
-    /// Fire once now, then count the period from now (the grid shifts).
+    /// Fire once now, then, if a whole period or more was missed, count the next period
+    /// from now (the grid shifts); a tick late by less than a period keeps the grid.
     Delay,
     /// Fire once now, then skip to the next tick of the original grid (the default: no
     /// bursts, no drift).
