@@ -750,8 +750,11 @@ fn to_svg(s: &Sweep, rows: &[Row]) -> String {
         .flat_map(|&a| s.waits.iter().map(move |&b| (a, b)))
         .filter(|&(a, b)| rows.iter().any(|r| r.a == a && r.block == b))
         .collect();
-    let width = ml + panels.len() as f64 * (pw + gap) + 160.0;
-    let height = mt + ph + mb + 40.0;
+    // Panels in a grid of at most two columns: one row per A, one column per wait mode.
+    let cols = panels.len().clamp(1, 2);
+    let rows_n = panels.len().div_ceil(cols);
+    let width = ml + cols as f64 * (pw + gap) + 160.0;
+    let height = mt + rows_n as f64 * (ph + mb + 30.0) + 20.0;
     let all: Vec<f64> = rows
         .iter()
         .flat_map(|r| [r.ns(&r.evloop, s.w), r.ns(&r.floor, s.w)])
@@ -789,8 +792,8 @@ fn to_svg(s: &Sweep, rows: &[Row]) -> String {
         r##"<text x="{ml}" y="40" fill="#555">O(watched) backends (poll, select) climb with N; epoll stays flat: it reports only the ready fds. Lower is better.</text>"##
     );
     for (p, &(a, block)) in panels.iter().enumerate() {
-        let x0 = ml + p as f64 * (pw + gap);
-        let y0 = mt;
+        let x0 = ml + (p % cols) as f64 * (pw + gap);
+        let y0 = mt + (p / cols) as f64 * (ph + mb + 30.0);
         let sx = |n: f64| x0 + (n.log10() - xmin.log10()) / (xmax.log10() - xmin.log10()) * pw;
         let sy = |v: f64| y0 + ph - (v.log10() - ymin.log10()) / (ymax.log10() - ymin.log10()) * ph;
         let _ = writeln!(
@@ -912,7 +915,7 @@ fn to_svg(s: &Sweep, rows: &[Row]) -> String {
         }
     }
     // legend
-    let lx = ml + panels.len() as f64 * (pw + gap) - gap + 24.0;
+    let lx = ml + cols as f64 * (pw + gap) - gap + 24.0;
     for (i, &backend) in s.backends.iter().enumerate() {
         let y = mt + 10.0 + i as f64 * 20.0;
         let _ = writeln!(
