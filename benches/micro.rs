@@ -5,7 +5,8 @@
 //! `cargo bench --bench micro` runs all of them at moderate sizes; one at a time:
 //! `cargo bench --bench micro -- callbacks N K` (K concurrent call_soon chains, N callbacks in
 //! all), `-- timers N` (N timers with deadlines in [0, 1 s): insert, cancel every other, fire
-//! the rest; process CPU time per phase), `-- xthread N` (another thread posts with
+//! the rest; process CPU time per phase), `-- tasks N` (spawn N trivial tasks, then await
+//! each), `-- xthread N` (another thread posts with
 //! `call_soon_threadsafe`, the loop's callback replies over a std channel; round-trip times).
 
 use std::cell::Cell;
@@ -117,6 +118,28 @@ fn timers(n: usize) {
     emit("timers", "wakeups", (lp.stats().iterations - it0) as f64);
 }
 
+/// Spawns N trivial tasks, then awaits each (the peers' `tasks` workload).
+fn tasks(n: usize) {
+    let lp = EventLoop::new().unwrap();
+    let (spawn_ns, total_ns) = lp
+        .run_until_complete(async move {
+            let t0 = Instant::now();
+            let handles: Vec<_> = (0..n)
+                .map(|i| evloop::spawn(async move { std::hint::black_box(i) }))
+                .collect();
+            let spawned = t0.elapsed();
+            let mut sum = 0usize;
+            for h in handles {
+                sum = sum.wrapping_add(h.await.unwrap());
+            }
+            std::hint::black_box(sum);
+            (spawned.as_nanos() as f64, t0.elapsed().as_nanos() as f64)
+        })
+        .unwrap();
+    emit("tasks", "ns_per_spawn", spawn_ns / n as f64);
+    emit("tasks", "ns_per_task_total", total_ns / n as f64);
+}
+
 fn cpu_env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -174,14 +197,16 @@ fn main() {
         Some("callbacks") => callbacks(arg(&args, 1, 2_000_000), arg(&args, 2, 1)),
         Some("timers") => timers(arg(&args, 1, 1_000_000) as usize),
         Some("xthread") => xthread(arg(&args, 1, 5_000) as usize),
+        Some("tasks") => tasks(arg(&args, 1, 1_000_000) as usize),
         None => {
             callbacks(2_000_000, 1);
             callbacks(10_000_000, 1000);
             timers(1_000_000);
+            tasks(1_000_000);
             xthread(5_000);
         }
         Some(other) => {
-            eprintln!("unknown bench {other:?}: callbacks N K | timers N | xthread N");
+            eprintln!("unknown bench {other:?}: callbacks N K | timers N | tasks N | xthread N");
             std::process::exit(2);
         }
     }
