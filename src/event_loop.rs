@@ -104,6 +104,8 @@ pub(crate) struct Inner {
     /// This loop's number in the per-thread table that task wakers look it up in.
     id: LoopId,
     exception_handler: RefCell<Option<Rc<ExceptionHandler>>>,
+    /// Task wakers of finished tasks that nobody else holds, ready for the next spawn.
+    waker_pool: RefCell<Vec<Arc<crate::task::core::TaskWaker>>>,
     backend: Backend,
     running: Cell<bool>,
     stopping: Cell<bool>,
@@ -215,6 +217,7 @@ impl EventLoop {
                 tasks: RefCell::new(TaskSlab::default()),
                 id,
                 exception_handler: RefCell::new(None),
+                waker_pool: RefCell::new(Vec::new()),
                 backend,
                 running: Cell::new(false),
                 stopping: Cell::new(false),
@@ -1084,6 +1087,35 @@ impl Inner {
             removed
         };
         drop(removed); // outside the borrow
+    }
+
+    /// A waker `Arc` for the task `key`: a recycled one if any, else `make()`.
+    pub(crate) fn task_waker(
+        &self,
+        key: TaskKey,
+        make: impl FnOnce() -> crate::task::core::TaskWaker,
+    ) -> Arc<crate::task::core::TaskWaker> {
+        let recycled = self.waker_pool.borrow_mut().pop();
+        if let Some(mut arc) = recycled {
+            if let Some(w) = Arc::get_mut(&mut arc) {
+                w.key = key;
+                return arc;
+            }
+        }
+        Arc::new(make())
+    }
+
+    /// Keeps a finished task's waker for reuse, if nobody else holds it (a clone stored by a
+    /// future, or sent to another thread, keeps it out of the pool: it must go on naming the
+    /// old, finished task, whose wakes are no-ops).
+    pub(crate) fn recycle_waker(&self, mut arc: Arc<crate::task::core::TaskWaker>) {
+        const POOL_MAX: usize = 1024;
+        if Arc::get_mut(&mut arc).is_some() {
+            let mut pool = self.waker_pool.borrow_mut();
+            if pool.len() < POOL_MAX {
+                pool.push(arc);
+            }
+        }
     }
 
     pub(crate) fn push_ready(&self, entry: Ready) {

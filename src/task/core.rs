@@ -25,7 +25,8 @@
 //! table and queues the step without a lock or an allocation; from another thread it goes
 //! through the `Remote` queue (no allocation either: a key, not a closure). A wake for a task
 //! that finished (generation mismatch) or whose loop is gone (the `Weak` fails) is a no-op.
-//! Each task allocates its waker once, at spawn.
+//! Each task gets its waker once, at spawn; a finished task's waker that nobody else holds is
+//! recycled for the next spawn, so a steady stream of tasks allocates no wakers at all.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -87,7 +88,7 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 // Waker
 
 pub(crate) struct TaskWaker {
-    key: TaskKey,
+    pub(crate) key: TaskKey,
     owner: ThreadId,
     remote: Arc<Shared>,
 }
@@ -139,7 +140,9 @@ pub(crate) struct Header {
     /// The `Task` handle was dropped: nobody will read the output.
     detached: Cell<bool>,
     pub(crate) key: Cell<Option<TaskKey>>,
-    waker: RefCell<Option<Waker>>,
+    /// The task's waker, and the `Arc` behind it (kept so that the loop can reuse it for
+    /// another task once nobody else holds it: see `Inner::recycle_waker`).
+    waker: RefCell<Option<(Waker, Arc<TaskWaker>)>>,
     pub(crate) name: RefCell<Option<String>>,
     pub(crate) location: &'static Location<'static>,
     /// Steps run so far (trace mode numbers them).
@@ -177,7 +180,11 @@ impl<F: Future + 'static> TaskCell<F> {
         if let Some(key) = h.key.take() {
             event_loop.inner.remove_task(key);
         }
-        h.waker.borrow_mut().take();
+        let waker = h.waker.borrow_mut().take();
+        if let Some((waker, arc)) = waker {
+            drop(waker);
+            event_loop.inner.recycle_waker(arc);
+        }
         let panicked = match &result {
             Err(TaskError::Panicked(msg)) => Some(msg.clone()),
             _ => None,
@@ -213,10 +220,13 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
             self.finish(event_loop, Err(TaskError::Cancelled));
             return;
         }
-        let Some(waker) = h.waker.borrow().clone() else {
+        // Borrowed, not cloned: no reference-count traffic per step. Nothing takes the waker
+        // while the task runs (finish and abandon happen outside its poll).
+        let waker_slot = h.waker.borrow();
+        let Some((waker, _)) = waker_slot.as_ref() else {
             return;
         };
-        let mut cx = Context::from_waker(&waker);
+        let mut cx = Context::from_waker(waker);
         h.running.set(true);
         let polled = {
             let mut slot = self.future.borrow_mut();
@@ -228,6 +238,7 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
             catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)))
         };
         h.running.set(false);
+        drop(waker_slot);
         h.steps.set(h.steps.get() + 1);
         if event_loop.inner.trace_on() {
             let outcome = match &polled {
@@ -462,11 +473,12 @@ where
     let run: Rc<dyn TaskRun> = cell.clone();
     let key = inner.insert_task(run.clone());
     cell.header.key.set(Some(key));
-    *cell.header.waker.borrow_mut() = Some(Waker::from(Arc::new(TaskWaker {
+    let arc = inner.task_waker(key, || TaskWaker {
         key,
         owner: this_thread(),
         remote: inner.remote_shared(),
-    })));
+    });
+    *cell.header.waker.borrow_mut() = Some((Waker::from(arc.clone()), arc));
     inner.push_ready(Ready::Task(run));
     Task {
         cell,

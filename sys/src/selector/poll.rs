@@ -145,14 +145,19 @@ impl Selector for PollSelector {
                 format!("poll: select over {} fds: {e}{hint}", self.pollfds.len()),
             )
         })?;
+        // The scan is the O(watched) part of poll: keep its per-entry work to one test, and
+        // stop as soon as the `ready` entries the kernel counted have been seen.
         let mut seen = 0;
+        if ready == 0 {
+            return Ok(());
+        }
         for pfd in self.pollfds.iter_mut() {
-            if seen == ready || events.is_full() {
-                break;
-            }
             let r = pfd.revents;
             if r == 0 {
                 continue;
+            }
+            if events.is_full() {
+                break; // the rest are reported by the next call (level-triggered)
             }
             seen += 1;
             pfd.revents = 0;
@@ -173,6 +178,9 @@ impl Selector for PollSelector {
                 nval || r & libc::POLLERR != 0,
                 r & libc::POLLHUP != 0,
             ));
+            if seen == ready {
+                break;
+            }
         }
         Ok(())
     }
