@@ -4,25 +4,25 @@
 //! `ev_epoll.c`, Redis's `ae_epoll.c`. Read `poll.rs` next for the contrast: there the whole
 //! interest set goes to the kernel on every call; here the kernel keeps it.
 //!
-//! Quirks handled here (EDGE_CASES numbers in brackets):
-//! - Millisecond timeouts, rounded up by `timeout::to_millis` [3]; `maxevents >= 1` even with
-//!   nothing registered [5]; a full event buffer is fine, the kernel round-robins [6].
-//! - `EPOLLERR`/`EPOLLHUP` are always reported, even unasked [23]; we never register an empty
-//!   interest (unregister instead), so a "paused" fd cannot spin [24].
-//! - epoll watches the *open file description*, not the number [9]: if a registered fd is
+//! Quirks handled here (EDGE_CASES numbers in parentheses):
+//! - Millisecond timeouts, rounded up by `timeout::to_millis` (3); `maxevents >= 1` even with
+//!   nothing registered (5); a full event buffer is fine, the kernel round-robins (6).
+//! - `EPOLLERR`/`EPOLLHUP` are always reported, even unasked (23); we never register an empty
+//!   interest (unregister instead), so a "paused" fd cannot spin (24).
+//! - epoll watches the *open file description*, not the number (9): if a registered fd is
 //!   closed while a `dup` of it lives, the registration survives and reports events for a
 //!   number that is closed or reused, and `EPOLL_CTL_DEL` on that number fails (EBADF). So the
 //!   event data carries `(generation << 32) | fd`, and an event whose generation is not the
-//!   current one for its fd is stale [10]: it is dropped, and the epoll instance is rebuilt
+//!   current one for its fd is stale (10): it is dropped, and the epoll instance is rebuilt
 //!   (a new epoll fd with every live registration copied over), which is the only way to get
 //!   rid of a registration that can no longer be named. Rare, O(registered), and counted in
 //!   [`EpollSelector::rebuilds`].
-//! - `EPOLL_CTL_DEL` with `EBADF`/`ENOENT`/`EPERM` is harmless [18, 19]; `register` retries an
+//! - `EPOLL_CTL_DEL` with `EBADF`/`ENOENT`/`EPERM` is harmless (18, 19); `register` retries an
 //!   `EEXIST` from `EPOLL_CTL_ADD` as `EPOLL_CTL_MOD` (a registration that survived its number's
-//!   close, now dup'ed back) [18], and `modify` retries an `ENOENT` from `EPOLL_CTL_MOD` as
-//!   `EPOLL_CTL_ADD` (the number was closed and reused by a new file) [18]; `reregister` uses
-//!   `EPOLL_CTL_ADD` and reads `EEXIST` as "same file, still registered" [18].
-//! - A regular file or directory gives `EPERM` [16]; the error message says why.
+//!   close, now dup'ed back) (18), and `modify` retries an `ENOENT` from `EPOLL_CTL_MOD` as
+//!   `EPOLL_CTL_ADD` (the number was closed and reused by a new file) (18); `reregister` uses
+//!   `EPOLL_CTL_ADD` and reads `EEXIST` as "same file, still registered" (18).
+//! - A regular file or directory gives `EPERM` (16); the error message says why.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

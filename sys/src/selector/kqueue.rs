@@ -10,7 +10,7 @@
 //! A kqueue holds *knotes*, each named by `(ident, filter)`: `(fd, EVFILT_READ)` and
 //! `(fd, EVFILT_WRITE)` are two independent registrations, so read and write interest on one
 //! fd are two filters that `modify` adds and deletes one by one, and the two events that come
-//! back for one fd are merged into one [`Event`] (EDGE_CASES 13). `kevent()` takes a
+//! back for one fd are merged into one [`Event`] \[13\]. `kevent()` takes a
 //! *changelist* (`EV_ADD`, `EV_DELETE`) and an *eventlist* in one call: `register`, `modify`
 //! and `unregister` only append to [`KqueueSelector`]'s changelist, and the next `select`
 //! hands it to the kernel together with the wait (libev's `kqueue_changes`). Changes are
@@ -18,10 +18,10 @@
 //! batch does what it says.
 //!
 //! Quirks handled here (EDGE_CASES numbers in brackets):
-//! - Timeouts are `timespec`: exact to the nanosecond (`timeout::to_timespec`) [3, 4]. The
+//! - Timeouts are `timespec`: exact to the nanosecond (`timeout::to_timespec`) \[3, 4\]. The
 //!   event buffer is never empty: `kevent` with `nevents = 0` returns at once instead of
-//!   sleeping [5].
-//! - **Errors come back as events** [21]: a change that fails appears in the eventlist as
+//!   sleeping \[5\].
+//! - **Errors come back as events** \[21\]: a change that fails appears in the eventlist as
 //!   `EV_ERROR` with `data = errno` (FreeBSD overwrites the entry's flags, so add and delete
 //!   cannot be told apart by them; the errno says enough). `EV_ERROR` is looked at before any
 //!   filter bit. Benign, ignored: `ENOENT` (delete of a knote the kernel already dropped:
@@ -32,24 +32,24 @@
 //!   as libevent found). `EPIPE`: old macOS (10.10, 10.11) refuses to add a pipe whose other
 //!   end is gone; the fd is reported once as an error event, so its owner's next write
 //!   sees `EPIPE`. Any other errno is reported the same way, if the fd is still registered.
-//! - **`EV_EOF`** [23, 25]: on the read filter it means the peer will send no more (a
+//! - **`EV_EOF`** \[23, 25\]: on the read filter it means the peer will send no more (a
 //!   half-close cannot be told from a full one), on the write filter that no more can be
 //!   sent. Either is a hang-up (`Event::hangup`) on its own side: read EOF is readable, write
 //!   EOF writable; a socket error in `fflags` (a refused `connect`, a reset) is
-//!   `Event::error` and wakes both sides, masked by interest [49].
-//! - **Regular files and directories** are refused at registration as on every backend [16]:
+//!   `Event::error` and wakes both sides, masked by interest \[49\].
+//! - **Regular files and directories** are refused at registration as on every backend \[16\]:
 //!   kqueue would accept them (FreeBSD's write filter then fires forever, Darwin once,
 //!   libkqueue reports the bytes left to EOF), so one `fstat` checks the fd first. That
-//!   check is also what makes a closed fd fail at `register` with `EBADF` [14], although the
+//!   check is also what makes a closed fd fail at `register` with `EBADF` \[14\], although the
 //!   `EV_ADD` itself is batched.
-//! - **The waker** [22, 45, 46]: [`Selector::waker`] registers an `EVFILT_USER` knote with
+//! - **The waker** \[22, 45, 46\]: [`Selector::waker`] registers an `EVFILT_USER` knote with
 //!   the fixed ident 0 and `EV_CLEAR` (so one report drains it), triggered by `NOTE_TRIGGER`
 //!   from any thread. Events are dispatched on `(ident, filter)`, never on the ident alone,
 //!   so the waker cannot be mistaken for fd 0. Its event names the kqueue fd (which the loop
 //!   can never register). Where the kernel has no `EVFILT_USER` (NetBSD before 10, OpenBSD
 //!   before 7.8), adding it fails with `EINVAL` and `waker` returns `None`: the loop then
 //!   registers a pipe [`Waker`] like any fd.
-//! - **fd reuse** [18, 19, 20]: a kernel drops an fd's knotes at `close`, so a number that
+//! - **fd reuse** \[18, 19, 20\]: a kernel drops an fd's knotes at `close`, so a number that
 //!   was closed and reused needs a fresh `EV_ADD`. libkqueue on Linux does not: the stale
 //!   knote survives, and an `EV_ADD` for the new file then *modifies* it, which libkqueue's
 //!   read and write filters refuse (-1, errno 0; `evfilt_read_knote_modify` accepts a modify
@@ -60,7 +60,7 @@
 //!   correct on every kqueue, and its errors reach the caller synchronously. `modify` only
 //!   adds the filters that were not wanted before, for the same libkqueue reason (`EV_ADD`
 //!   is idempotent on a kernel, not on libkqueue's read and write filters).
-//! - A kqueue is not inherited across `fork` [59]; nothing here tries to survive one.
+//! - A kqueue is not inherited across `fork` \[59\]; nothing here tries to survive one.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -80,7 +80,7 @@ use crate::timeout::to_timespec;
 use crate::waker::Waker;
 
 /// The ident of the waker's `EVFILT_USER` knote. Fixed, and never confused with fd 0: events
-/// are matched on `(ident, filter)` [22].
+/// are matched on `(ident, filter)` (EDGE_CASES 22).
 const WAKER_IDENT: usize = 0;
 
 /// What the selector knows about one registered fd.
@@ -164,10 +164,13 @@ impl KqueueSelector {
 
     /// Applies `changes` now, each with `EV_RECEIPT`, and returns the errno of each change
     /// (0 for success) in order. The eventlist has exactly one slot per change, so the call
-    /// never waits (libkqueue would wait with any slot left over) and never takes a pending
-    /// event out of the queue; a kernel that ignores `EV_RECEIPT` reports only failures, and
-    /// any real event it returns instead is kept (the waker's) or comes again (level-triggered
-    /// fds).
+    /// never waits (libkqueue would wait with any slot left over, and then lose the receipts
+    /// if nothing came) and never takes a pending event out of the queue.
+    ///
+    /// Every system in `kevent.rs` has `EV_RECEIPT`. Were it ignored, only failures would come
+    /// back, unattributable, and a real event could take a slot: the waker's is kept for the
+    /// next `select` (fd events are level-triggered and come again), no failure means all
+    /// succeeded, and any failure is charged to every change.
     fn apply_now(&mut self, changes: &mut [Kevent]) -> io::Result<Vec<i32>> {
         for c in changes.iter_mut() {
             c.flags |= EV_RECEIPT as kevent::Flags;
@@ -197,8 +200,10 @@ impl KqueueSelector {
                 self.wake_stashed = true;
             }
         }
-        // Without receipts, only the failures came back: the others succeeded.
-        errnos.resize(changes.len(), 0);
+        if errnos.len() != changes.len() {
+            let failure = errnos.iter().copied().find(|&e| e != 0).unwrap_or(0);
+            errnos = vec![failure; changes.len()];
+        }
         Ok(errnos)
     }
 
@@ -389,13 +394,13 @@ impl Selector for KqueueSelector {
             .and_then(|c| Ok((c, kevent::count(cap + nchanges)?)))
             .map_err(|e| error(Backend::Kqueue, Op::Select, self.kq(), e))?;
         let ts = to_timespec(timeout);
-        // A FreeBSD or macOS kernel returns at once, without waiting, when a change failed;
-        // libkqueue waits anyway. When only change errors come back, the wait goes on for
-        // what is left of the timeout (so it is neither cut short nor doubled).
-        let deadline = if nchanges > 0 {
-            timeout.and_then(|t| Instant::now().checked_add(t))
-        } else {
-            None
+        // FreeBSD returns at once, without waiting, when a change's error was written;
+        // libkqueue waits anyway (and drops the errors if nothing came). When only change
+        // errors come back, the wait goes on for what is left of the timeout (so it is
+        // neither cut short nor doubled).
+        let deadline = match timeout {
+            Some(t) if nchanges > 0 && !t.is_zero() => Instant::now().checked_add(t),
+            _ => None, // no clock read for a poll (ZERO) or a wait without changes
         };
         // SAFETY: `changes` holds `nchanges` valid kevents the kernel only reads; `raw` holds
         // `cap + nchanges` initialised kevents and the kernel writes at most that many; `ts`
@@ -426,7 +431,7 @@ impl Selector for KqueueSelector {
         for i in 0..n.min(self.raw.len()) {
             let ev = self.raw[i];
             let flags = flags_of(&ev);
-            // EV_ERROR first: such an entry is a change's result, not readiness [21].
+            // EV_ERROR first: such an entry is a change's result, not readiness (EDGE 21).
             if flags & EV_ERROR != 0 {
                 self.change_failed(&ev);
                 continue;

@@ -7,15 +7,15 @@
 //! Data: a dense `Vec<pollfd>` handed to `poll` as is, plus an fd -> index map, so removal is
 //! O(1): swap the last entry into the hole and fix its index.
 //!
-//! Quirks handled here (EDGE_CASES numbers in brackets):
-//! - Millisecond timeouts, rounded up by `timeout::to_millis` [3].
+//! Quirks handled here (EDGE_CASES numbers in parentheses):
+//! - Millisecond timeouts, rounded up by `timeout::to_millis` (3).
 //! - `poll` accepts any number and reports `POLLNVAL` for one that is not open, on *every*
-//!   call: a busy loop [8, 14]. So `register` checks the fd with one `fstat` (closed numbers
-//!   and regular files are refused as on epoll [16]), and a registered fd that is closed later
+//!   call: a busy loop (8, 14). So `register` checks the fd with one `fstat` (closed numbers
+//!   and regular files are refused as on epoll (16)), and a registered fd that is closed later
 //!   is reported once as an error event, then parked (its pollfd gets a negative fd, which
 //!   `poll` ignores) until it is unregistered.
-//! - `POLLHUP`/`POLLERR` are always reported [23]; they mark both sides, masked by interest.
-//! - `nfds > RLIMIT_NOFILE` gives `EINVAL` [7]: the error says so.
+//! - `POLLHUP`/`POLLERR` are always reported (23); they mark both sides, masked by interest.
+//! - `nfds > RLIMIT_NOFILE` gives `EINVAL` (7): the error says so.
 
 use std::io;
 use std::os::fd::RawFd;

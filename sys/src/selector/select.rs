@@ -17,11 +17,11 @@
 //!   `fd_set` can do, and the row the scaling harness compares.
 //!
 //! Other quirks: the sets and the `timeval` are rebuilt before every call, since Linux
-//! rewrites the timeout and, after an error, leaves everything undefined [2]; `timeval` has
-//! microseconds, rounded up by `timeout::to_timeval` [3]; one closed fd fails the *whole* call
-//! with `EBADF` [8], so we then probe each registered fd with `fcntl(F_GETFD)`, report the
+//! rewrites the timeout and, after an error, leaves everything undefined (2); `timeval` has
+//! microseconds, rounded up by `timeout::to_timeval` (3); one closed fd fails the *whole* call
+//! with `EBADF` (8), so we then probe each registered fd with `fcntl(F_GETFD)`, report the
 //! closed ones once as error events, and park them until they are unregistered; `select` has
-//! no hang-up bit, a hung-up fd is simply readable and/or writable [23].
+//! no hang-up bit, a hung-up fd is simply readable and/or writable (23).
 
 use std::io;
 use std::os::fd::RawFd;
