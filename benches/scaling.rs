@@ -588,9 +588,8 @@ fn run_sweep(s: &Sweep) -> io::Result<()> {
                     if backend == Backend::SelectStrict && fds.max_fd() >= FD_SETSIZE {
                         continue; // shown in the table as "refused"
                     }
-                    let Some(kind) = floor_kind(backend) else {
-                        continue;
-                    };
+                    // kqueue has no floor yet: its rows come without a ratio.
+                    let kind = floor_kind(backend);
                     let c = Cell_ {
                         n,
                         a,
@@ -609,7 +608,9 @@ fn run_sweep(s: &Sweep) -> io::Result<()> {
                     };
                     // Alternate floor and evloop so that drift on a noisy machine hits both.
                     for _ in 0..s.reps {
-                        run_floor(&fds, kind, &c, &mut row.floor)?;
+                        if let Some(kind) = kind {
+                            run_floor(&fds, kind, &c, &mut row.floor)?;
+                        }
                         run_evloop(&fds, backend, &c, &mut row.evloop)?;
                     }
                     eprint!(".");
@@ -670,17 +671,25 @@ fn print_table(s: &Sweep, ns: &[usize], rows: &[Row]) {
                         continue;
                     };
                     let (e, f) = (r.ns(&r.evloop, s.w), r.ns(&r.floor, s.w));
+                    // No floor (kqueue): a dash, not NaN.
+                    let num = |v: f64, prec: usize| {
+                        if v.is_finite() {
+                            format!("{v:.prec$}")
+                        } else {
+                            "-".to_string()
+                        }
+                    };
                     println!(
-                        "{:<14} {:<6} {:>6} {:>4} | {:>12.1} {:>12.1} {:>6.2}x | {:>11.0} {:>11.0} | {:>8.0}",
+                        "{:<14} {:<6} {:>6} {:>4} | {:>12.1} {:>12} {:>6}x | {:>11.0} {:>11} | {:>8.0}",
                         backend.name(),
                         wait,
                         n,
                         a,
                         e,
-                        f,
-                        e / f,
+                        num(f, 1),
+                        num(e / f, 2),
                         median(&r.evloop.setup_us),
-                        median(&r.floor.setup_us),
+                        num(median(&r.floor.setup_us), 0),
                         median(&r.evloop.loops)
                     );
                 }
@@ -715,15 +724,17 @@ fn to_csv(s: &Sweep, rows: &[Row]) -> String {
             &r.evloop,
         ));
         out.push('\n');
-        out.push_str(&csv_line(
-            "floor",
-            r.backend.name(),
-            s.fds,
-            r.block,
-            &c,
-            &r.floor,
-        ));
-        out.push('\n');
+        if !r.floor.round_us.is_empty() {
+            out.push_str(&csv_line(
+                "floor",
+                r.backend.name(),
+                s.fds,
+                r.block,
+                &c,
+                &r.floor,
+            ));
+            out.push('\n');
+        }
     }
     out
 }
@@ -879,6 +890,7 @@ fn to_svg(s: &Sweep, rows: &[Row]) -> String {
                         let t = if pick == 0 { &r.evloop } else { &r.floor };
                         (r.n as f64, r.ns(t, s.w))
                     })
+                    .filter(|p| p.1.is_finite())
                     .collect();
                 pts.sort_by(|x, y| x.0.total_cmp(&y.0));
                 if pts.is_empty() {

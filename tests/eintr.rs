@@ -1,6 +1,8 @@
 //! EINTR on every backend (EDGE_CASES 1, 2, 42): a signal storm aimed at the loop's thread
 //! interrupts its waits; the loop neither fails nor fires a timer early, and goes on waiting.
-//! Its own binary: it installs a process-wide SIGUSR1 handler (without SA_RESTART).
+//! Its own binary: it installs a process-wide SIGUSR1 handler (without SA_RESTART). Linux
+//! only (the signal number below is Linux's).
+#![cfg(target_os = "linux")]
 
 mod common;
 
@@ -13,7 +15,6 @@ use evloop::sys::signal::{set_noop_handler, ThreadSignal};
 
 const SIGUSR1: i32 = 10; // Linux value; this binary is Linux-only like its helper.
 
-#[cfg(target_os = "linux")]
 per_backend! {
     fn edge_01_signals_interrupt_waits_but_timers_stay_on_time(backend: Backend) {
         set_noop_handler(SIGUSR1).unwrap();

@@ -12,12 +12,19 @@
 //! one byte from `rfd[i]` and, while the write budget lasts, writes one byte to
 //! `wfd[(i + 1) % n]`: the tokens march around the ring, one hop per callback.
 //!
-//! Linux only for now (the kqueue floor arrives with the kqueue backend).
+//! The epoll floor exists on Linux only; poll and select everywhere. (There is no kqueue floor
+//! yet: the harness shows kqueue rows without a ratio.)
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+#[cfg(any(target_os = "linux", target_os = "android"))]
+use std::os::fd::FromRawFd;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
-use crate::cvt::{cvt, cvt_wait};
+#[cfg(any(target_os = "linux", target_os = "android"))]
+use crate::cvt::cvt;
+use crate::cvt::cvt_wait;
 
 /// The chain's counters and fds: the state a round mutates, shared by the floors and by the
 /// evloop side of the benchmark (which keeps its own copy in `Cell`s).
@@ -142,7 +149,9 @@ pub enum FloorKind {
 #[derive(Debug)]
 pub struct Floor {
     kind: FloorKind,
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     epfd: Option<OwnedFd>,
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     events: Vec<libc::epoll_event>,
     pollfds: Vec<libc::pollfd>,
     /// select: fd -> watcher index, the master set, the working set.
@@ -163,7 +172,9 @@ impl Floor {
     pub fn new(kind: FloorKind, chain: &Chain<'_>) -> io::Result<Floor> {
         let mut f = Floor {
             kind,
+            #[cfg(any(target_os = "linux", target_os = "android"))]
             epfd: None,
+            #[cfg(any(target_os = "linux", target_os = "android"))]
             events: Vec::new(),
             pollfds: Vec::new(),
             index: Vec::new(),
@@ -205,6 +216,15 @@ impl Floor {
         Ok(f)
     }
 
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn setup_epoll(&mut self, _chain: &Chain<'_>) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the epoll floor needs Linux",
+        ))
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     fn setup_epoll(&mut self, chain: &Chain<'_>) -> io::Result<()> {
         // SAFETY: epoll_create1 takes a flag and touches no memory.
         let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
@@ -240,6 +260,9 @@ impl Floor {
     fn pass(&mut self, chain: &mut Chain<'_>, block: bool) -> io::Result<()> {
         let timeout_ms = if block { -1 } else { 0 };
         match self.kind {
+            #[cfg(not(any(target_os = "linux", target_os = "android")))]
+            FloorKind::Epoll => {}
+            #[cfg(any(target_os = "linux", target_os = "android"))]
             FloorKind::Epoll => {
                 let ep = self.epfd.as_ref().map_or(-1, |e| e.as_raw_fd());
                 // SAFETY: `events` holds `len >= 1` initialised entries the kernel may
@@ -332,7 +355,8 @@ pub fn process_cpu_time() -> std::time::Duration {
 /// benchmark does, so evloop's figures are taken under the same placement.
 ///
 /// # Errors
-/// `EINVAL` if the CPU does not exist or is not allowed.
+/// `EINVAL` if the CPU does not exist or is not allowed; `Unsupported` off Linux.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // SAFETY: an all-zero cpu_set_t is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -341,4 +365,16 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // SAFETY: `set` is a valid cpu_set_t and we pass its exact size; pid 0 = this thread.
     cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
     Ok(())
+}
+
+/// Pins the calling thread to one CPU: not implemented off Linux.
+///
+/// # Errors
+/// Always `Unsupported`.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn pin_to_cpu(_cpu: usize) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "pinning threads needs Linux here",
+    ))
 }

@@ -36,7 +36,6 @@
 
 pub mod cvt;
 pub mod fd;
-#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod floor;
 pub mod selector;
 pub mod signal;
