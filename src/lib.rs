@@ -43,9 +43,11 @@
 
 mod event_loop;
 mod handle;
+pub mod net;
 mod ready;
 mod registry;
 mod remote;
+pub mod signals;
 pub mod task;
 mod timers;
 
