@@ -45,6 +45,27 @@ pub(crate) struct RemoteState {
     pub(crate) waker: Option<Waker>,
 }
 
+impl RemoteState {
+    /// Wakes the loop unless a wake is already pending (coalescing), and queues `item` if
+    /// any; `Err(LoopClosed)` once the loop is closed. Called under the lock, so the waker's
+    /// fd cannot be closed (and its number reused) under our feet.
+    fn post(&mut self, item: Option<RemoteItem>) -> Result<(), LoopClosed> {
+        let Some(waker) = &self.waker else {
+            return Err(LoopClosed);
+        };
+        if !self.pending {
+            // EAGAIN means a wake is already pending: fine. Any other error is impossible for
+            // an eventfd/pipe we own, and would only delay the item, never lose it.
+            let _ = waker.wake();
+            self.pending = true;
+        }
+        if let Some(item) = item {
+            self.queue.push(item);
+        }
+        Ok(())
+    }
+}
+
 pub(crate) struct Shared {
     state: Mutex<RemoteState>,
 }
@@ -63,23 +84,12 @@ impl Shared {
     /// Queues a task wake-up from another thread and wakes the loop (coalesced like
     /// callbacks). A closed loop ignores it: waking a task of a dead loop is a no-op.
     pub(crate) fn wake_task(&self, key: TaskKey) {
-        let mut state = self.lock();
-        let Some(waker) = &state.waker else { return };
-        if !state.pending {
-            let _ = waker.wake();
-            state.pending = true;
-        }
-        state.queue.push(RemoteItem::Wake(key));
+        let _ = self.lock().post(Some(RemoteItem::Wake(key)));
     }
 
     /// Wakes the loop without queueing anything (coalesced).
     pub(crate) fn wake_loop(&self) {
-        let mut state = self.lock();
-        let Some(waker) = &state.waker else { return };
-        if !state.pending {
-            let _ = waker.wake();
-            state.pending = true;
-        }
+        let _ = self.lock().post(None);
     }
 
     /// Locks the state. A producer that panicked while holding the lock cannot leave it
@@ -126,20 +136,13 @@ impl Remote {
     ) -> Result<(), LoopClosed> {
         let location = Location::caller();
         let mut state = self.shared.lock();
-        let Some(waker) = &state.waker else {
-            return Err(LoopClosed);
-        };
-        if !state.pending {
-            // EAGAIN means a wake is already pending: fine. Any other error is impossible for
-            // an eventfd/pipe we own, and would only delay the callback, never lose it.
-            let _ = waker.wake();
-            state.pending = true;
+        if state.waker.is_none() {
+            return Err(LoopClosed); // before boxing: nothing to queue
         }
-        state.queue.push(RemoteItem::Call(RemoteCallback {
+        state.post(Some(RemoteItem::Call(RemoteCallback {
             callback: Box::new(callback),
             location,
-        }));
-        Ok(())
+        })))
     }
 
     /// Wakes the loop without scheduling anything: its current or next wait returns at once.
@@ -147,15 +150,7 @@ impl Remote {
     /// # Errors
     /// [`LoopClosed`] if the loop was closed or dropped.
     pub fn wake(&self) -> Result<(), LoopClosed> {
-        let mut state = self.shared.lock();
-        let Some(waker) = &state.waker else {
-            return Err(LoopClosed);
-        };
-        if !state.pending {
-            let _ = waker.wake();
-            state.pending = true;
-        }
-        Ok(())
+        self.shared.lock().post(None)
     }
 
     /// Whether the loop was closed or dropped (so sending is pointless).
