@@ -1,1 +1,425 @@
-//! Signals for the loop: `add_signal_handler` and a `signal` stream for tasks (work in progress).
+//! Signals for the loop: [`EventLoop::add_signal_handler`] /
+//! [`EventLoop::remove_signal_handler`], and a [`signal`] stream for tasks.
+//!
+//! Layer: above the reactor, beside the task layer; below it, `evloop_sys::signal` holds the
+//! process-wide handler and the self-pipe ([`SignalPipe`]). asyncio's
+//! `add_signal_handler` (built on CPython's `signal.set_wakeup_fd`), libuv's `uv_signal_t`,
+//! libev's `ev_signal`. Read `evloop_sys::signal` first for the handler side.
+//!
+//! ```text
+//!  signal -> sys handler: pending[sig] += 1, one byte to each watching loop's pipe
+//!            (async-signal-safe; runs on whatever thread the kernel picked)
+//!  loop:  select returns (the byte is readable; also if it came before the loop blocked)
+//!         the pipe's reader (a normal callback, on the loop thread):
+//!           drain the pipe; for each signal with a pending mark:
+//!             wake the Signal streams; call the handler           <- user code
+//! ```
+//!
+//! **Per loop**, the first `add_signal_handler` or [`Signal`] creates a [`SignalPipe`] and
+//! adds its read end as an ordinary reader. The loop's signal state lives in an `Rc` that
+//! only that reader's closure owns, so closing (or dropping) the loop, which drops its
+//! readers, drops the state: its handlers are removed and the dispositions restored. A
+//! thread-local table maps each loop to a `Weak` of its state. The pipe (two fds) stays until
+//! the loop closes, even when no handler is left.
+//!
+//! **Contract** (EDGE_CASES 47, 48; tests in `tests/signals.rs`):
+//! - Callbacks run on the loop thread, in a normal callback context: they may call any loop
+//!   method, `remove_signal_handler` on themselves included (they are not called again).
+//!   `handler_runs_on_the_loop_thread`, `handler_removing_itself_is_not_called_again`.
+//! - A signal that arrives while the loop blocks in its selector, or just before, wakes it,
+//!   on every backend. `signal_during_blocking_select_wakes_the_loop`,
+//!   `signal_to_the_loop_thread_during_select_wakes_it`,
+//!   `signal_before_the_loop_blocks_still_wakes_it`.
+//! - Standard signals coalesce: the kernel keeps at most one of each pending, and one
+//!   wake-up gives one callback however many deliveries it gathered. So two `kill()`s before
+//!   the loop runs give one or two callbacks, never zero, never more.
+//!   `two_signals_before_running_give_one_or_two_callbacks`.
+//! - A handler removed while its signal is pending does not fire.
+//!   `handler_removed_while_pending_does_not_fire`.
+//! - One process-wide handler per signal, fanned out: every loop that asked gets a callback.
+//!   `two_loops_on_two_threads_both_get_the_signal`, `two_loops_on_one_thread_both_get_it`.
+//! - The disposition before the first loop asked is restored when the last one stops asking:
+//!   on `remove_signal_handler`, on `close`, on drop. `removing_the_handler_restores_the_previous_disposition`,
+//!   `closing_the_loop_removes_its_handlers`.
+//! - `SIGKILL`, `SIGSTOP`, `0`, negative numbers and numbers `>= NSIG` are refused with an
+//!   `InvalidInput` error naming the signal (and so are the fault signals `SIGSEGV`, `SIGBUS`,
+//!   `SIGILL`, `SIGFPE`). `uncatchable_and_invalid_signals_are_refused_by_name`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll, Waker};
+
+use evloop_sys::signal::SignalPipe;
+
+use crate::event_loop::Inner;
+use crate::EventLoop;
+
+pub use evloop_sys::signal::{
+    SIGALRM, SIGCHLD, SIGHUP, SIGINT, SIGPIPE, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
+};
+
+thread_local! {
+    /// The signal state of each loop of this thread that has some: `(loop, state)`. The
+    /// `Weak<Inner>` keeps the loop's allocation (not the loop) alive, so its address cannot
+    /// be reused by another loop while the entry exists.
+    static LOOPS: RefCell<Vec<(Weak<Inner>, Weak<LoopSignals>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A signal callback, as `add_signal_handler` takes it.
+type Callback = dyn FnMut(&EventLoop);
+
+/// A handler added with `add_signal_handler`.
+struct Handler {
+    callback: RefCell<Box<Callback>>,
+}
+
+/// The shared part of one [`Signal`] stream.
+struct StreamState {
+    sig: i32,
+    /// The signal came since the last `recv` returned (coalesced).
+    arrived: Cell<bool>,
+    /// The loop closed: `recv` returns `None`.
+    closed: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+/// One loop's signal state. Owned (strongly) only by the closure of the pipe's reader.
+struct LoopSignals {
+    pipe: SignalPipe,
+    handlers: RefCell<BTreeMap<i32, Rc<Handler>>>,
+    streams: RefCell<Vec<Rc<StreamState>>>,
+}
+
+/// The signal state of `event_loop`, created (with its pipe and reader) if `create`.
+fn loop_signals(event_loop: &EventLoop, create: bool) -> io::Result<Option<Rc<LoopSignals>>> {
+    let me = Rc::as_ptr(&event_loop.inner);
+    let found = LOOPS.with(|l| {
+        let mut l = l.borrow_mut();
+        l.retain(|(lp, st)| lp.strong_count() > 0 && st.strong_count() > 0);
+        l.iter()
+            .find(|(lp, _)| std::ptr::eq(lp.as_ptr(), me))
+            .and_then(|(_, st)| st.upgrade())
+    });
+    if found.is_some() || !create {
+        return Ok(found);
+    }
+    if event_loop.is_closed() {
+        return Err(io::Error::other("the event loop is closed"));
+    }
+    let state = Rc::new(LoopSignals {
+        pipe: SignalPipe::new()?,
+        handlers: RefCell::new(BTreeMap::new()),
+        streams: RefCell::new(Vec::new()),
+    });
+    let owner = state.clone();
+    event_loop.add_reader(state.pipe.read_fd(), move |lp| owner.dispatch(lp))?;
+    LOOPS.with(|l| {
+        l.borrow_mut()
+            .push((Rc::downgrade(&event_loop.inner), Rc::downgrade(&state)))
+    });
+    Ok(Some(state))
+}
+
+/// Writes a byte to the pipe if a callback panics mid-dispatch, so the marks not yet
+/// delivered are delivered on the next iteration rather than at the next signal.
+struct Rearm<'a>(&'a SignalPipe);
+
+impl Drop for Rearm<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.wake();
+        }
+    }
+}
+
+impl LoopSignals {
+    /// The pipe's reader: runs on the loop thread in step 6, like any reader.
+    fn dispatch(&self, event_loop: &EventLoop) {
+        // Drain first, then read the marks: a signal arriving in between leaves a byte, so
+        // it is seen on the next iteration (the sys side sets the mark before the byte).
+        self.pipe.drain();
+        let _rearm = Rearm(&self.pipe);
+        for sig in 1..evloop_sys::signal::NSIG {
+            if !self.pipe.is_watching(sig) || self.pipe.take_pending(sig) == 0 {
+                continue;
+            }
+            // The streams: collect the wakers under the borrow, wake them after it.
+            let wakers: Vec<Waker> = self
+                .streams
+                .borrow()
+                .iter()
+                .filter(|s| s.sig == sig)
+                .filter_map(|s| {
+                    s.arrived.set(true);
+                    s.waker.borrow_mut().take()
+                })
+                .collect();
+            // Calls user code: wakers (a task waker only queues a step).
+            wakers.into_iter().for_each(Waker::wake);
+            // Looked up afresh for each signal: an earlier callback may have removed it.
+            let handler = self.handlers.borrow().get(&sig).cloned();
+            if let Some(handler) = handler {
+                // Calls user code; no borrow of the maps is held, so it may add or remove
+                // handlers (itself included: `handler` keeps its closure alive until it
+                // returns, and it is out of the map, so it is not called again).
+                (handler.callback.borrow_mut())(event_loop);
+            }
+        }
+    }
+
+    /// Watches `sig` while a handler or a stream wants it; unwatches it (restoring the
+    /// disposition when no loop is left) otherwise.
+    fn sync_watch(&self, sig: i32) -> io::Result<()> {
+        let wanted = self.handlers.borrow().contains_key(&sig)
+            || self.streams.borrow().iter().any(|s| s.sig == sig);
+        match (wanted, self.pipe.is_watching(sig)) {
+            (true, false) => self.pipe.watch(sig),
+            (false, true) => {
+                self.pipe.unwatch(sig);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for LoopSignals {
+    fn drop(&mut self) {
+        // The loop is closing (or dropped): streams end, then `pipe` drops after this,
+        // unwatching every signal and restoring dispositions.
+        let streams = std::mem::take(&mut *self.streams.borrow_mut());
+        for s in streams {
+            s.closed.set(true);
+            let waker = s.waker.borrow_mut().take();
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
+        let handlers = std::mem::take(&mut *self.handlers.borrow_mut());
+        drop(handlers); // user closures, outside the borrow
+    }
+}
+
+fn with_context(what: &str, err: io::Error) -> io::Error {
+    io::Error::new(err.kind(), format!("{what}: {err}"))
+}
+
+impl EventLoop {
+    /// Calls `callback` on the loop thread each time `sig` arrives, until
+    /// [`remove_signal_handler`](EventLoop::remove_signal_handler) or until the loop closes.
+    ///
+    /// One handler per signal per loop: adding another replaces the first (asyncio's rule).
+    /// Several loops may handle the same signal: each gets a callback. The callback runs in a
+    /// normal callback context (it may call any loop method) and coalesces: one callback per
+    /// wake-up of the loop, however many times the signal came since the last one (the
+    /// kernel coalesces standard signals too). The disposition the signal had before the
+    /// first loop asked for it is saved, and restored when the last handler for it goes.
+    ///
+    /// The handler is process-wide, so a signal sent to the process or to any of its threads
+    /// reaches every loop that asked for it, wherever it runs.
+    ///
+    /// # Errors
+    /// `InvalidInput` for `SIGKILL`, `SIGSTOP`, `0`, negative numbers, numbers `>= NSIG`,
+    /// and the fault signals `SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`, with a message naming
+    /// the signal; if the loop is closed; `EMFILE` if the loop's signal pipe cannot be made.
+    /// On error nothing changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// use evloop::signals::SIGUSR1;
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let caught = Rc::new(Cell::new(false));
+    /// let c = caught.clone();
+    /// event_loop.add_signal_handler(SIGUSR1, move |lp| {
+    ///     c.set(true);
+    ///     lp.stop();
+    /// })?;
+    /// evloop::sys::signal::raise(SIGUSR1)?; // to ourselves
+    /// event_loop.run_forever()?;
+    /// assert!(caught.get());
+    /// assert!(event_loop.remove_signal_handler(SIGUSR1));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[doc(alias = "sigaction")]
+    pub fn add_signal_handler(
+        &self,
+        sig: i32,
+        callback: impl FnMut(&EventLoop) + 'static,
+    ) -> io::Result<()> {
+        const WHAT: &str = "add_signal_handler";
+        evloop_sys::signal::check(sig).map_err(|e| with_context(WHAT, e))?;
+        let state = loop_signals(self, true)
+            .map_err(|e| with_context(WHAT, e))?
+            .expect("created on demand");
+        state.pipe.watch(sig).map_err(|e| with_context(WHAT, e))?;
+        let handler = Rc::new(Handler {
+            callback: RefCell::new(Box::new(callback)),
+        });
+        let replaced = state.handlers.borrow_mut().insert(sig, handler);
+        drop(replaced); // the old closure, outside the borrow
+        Ok(())
+    }
+
+    /// Removes the handler of `sig`; returns whether there was one. It is not called again,
+    /// even if its signal is already pending, or if this is called from the handler itself.
+    /// When no loop handles `sig` any more, the disposition it had before is restored.
+    /// Returns `false` for invalid numbers and on a closed loop.
+    pub fn remove_signal_handler(&self, sig: i32) -> bool {
+        let Ok(Some(state)) = loop_signals(self, false) else {
+            return false;
+        };
+        let removed = state.handlers.borrow_mut().remove(&sig);
+        let Some(removed) = removed else {
+            return false;
+        };
+        // Unwatching cannot fail; only watching can.
+        let _ = state.sync_watch(sig);
+        drop(removed); // the closure (unless it is running now), outside the borrow
+        true
+    }
+}
+
+/// A stream of arrivals of one signal, for tasks: [`Signal::recv`] resolves each time the
+/// signal arrives (coalescing: arrivals since the last `recv` give one). Listening starts
+/// when the `Signal` is created, so an arrival between two `recv`s is not lost.
+///
+/// Built on the same mechanism as [`EventLoop::add_signal_handler`], and independent of it:
+/// a handler and any number of streams may watch the same signal on one loop. Dropping the
+/// last watcher of a signal restores its previous disposition.
+pub struct Signal {
+    state: Rc<StreamState>,
+    signals: Weak<LoopSignals>,
+}
+
+/// A stream of arrivals of `sig` on the running loop (see [`Signal`]).
+///
+/// # Errors
+/// As [`EventLoop::add_signal_handler`]; and `Other` outside a running loop (use
+/// [`Signal::new`] with a loop there).
+///
+/// # Examples
+///
+/// ```
+/// use evloop::signals::{signal, SIGUSR2};
+///
+/// let event_loop = evloop::EventLoop::new()?;
+/// let got = event_loop.run_until_complete(async {
+///     let mut usr2 = signal(SIGUSR2)?;
+///     evloop::sys::signal::raise(SIGUSR2)?;
+///     Ok::<_, std::io::Error>(usr2.recv().await)
+/// })??;
+/// assert_eq!(got, Some(()));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn signal(sig: i32) -> io::Result<Signal> {
+    let event_loop = crate::try_current().ok_or_else(|| {
+        io::Error::other(
+            "signal: no event loop is running on this thread (call it from a task, or use \
+             Signal::new(&event_loop, sig))",
+        )
+    })?;
+    Signal::new(&event_loop, sig)
+}
+
+impl Signal {
+    /// A stream of arrivals of `sig` on `event_loop`.
+    ///
+    /// # Errors
+    /// As [`EventLoop::add_signal_handler`].
+    pub fn new(event_loop: &EventLoop, sig: i32) -> io::Result<Signal> {
+        const WHAT: &str = "signal";
+        evloop_sys::signal::check(sig).map_err(|e| with_context(WHAT, e))?;
+        let signals = loop_signals(event_loop, true)
+            .map_err(|e| with_context(WHAT, e))?
+            .expect("created on demand");
+        signals.pipe.watch(sig).map_err(|e| with_context(WHAT, e))?;
+        let state = Rc::new(StreamState {
+            sig,
+            arrived: Cell::new(false),
+            closed: Cell::new(false),
+            waker: RefCell::new(None),
+        });
+        signals.streams.borrow_mut().push(state.clone());
+        Ok(Signal {
+            state,
+            signals: Rc::downgrade(&signals),
+        })
+    }
+
+    /// The signal number.
+    pub fn signum(&self) -> i32 {
+        self.state.sig
+    }
+
+    /// Waits for the next arrival of the signal: `Some(())`, or `None` once the loop is
+    /// closed. Arrivals since the last `recv` (or since the stream was created) coalesce
+    /// into one. Cancel-safe: dropping the future loses nothing.
+    pub fn recv(&mut self) -> Recv<'_> {
+        Recv { signal: self }
+    }
+}
+
+impl Drop for Signal {
+    fn drop(&mut self) {
+        if let Some(signals) = self.signals.upgrade() {
+            signals
+                .streams
+                .borrow_mut()
+                .retain(|s| !Rc::ptr_eq(s, &self.state));
+            let _ = signals.sync_watch(self.state.sig);
+        }
+    }
+}
+
+impl fmt::Debug for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Signal")
+            .field("sig", &self.state.sig)
+            .field("name", &evloop_sys::signal::name(self.state.sig))
+            .field("arrived", &self.state.arrived.get())
+            .field("closed", &self.state.closed.get())
+            .finish()
+    }
+}
+
+/// The future of [`Signal::recv`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct Recv<'a> {
+    signal: &'a mut Signal,
+}
+
+impl Future for Recv<'_> {
+    type Output = Option<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        let state = &self.signal.state;
+        if state.arrived.replace(false) {
+            return Poll::Ready(Some(()));
+        }
+        if state.closed.get() || self.signal.signals.strong_count() == 0 {
+            return Poll::Ready(None);
+        }
+        let mut waker = state.waker.borrow_mut();
+        match &*waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => *waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
+impl fmt::Debug for Recv<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recv")
+            .field("signal", &self.signal)
+            .finish()
+    }
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::*;
 use evloop::sys::signal::{set_noop_handler, ThreadSignal};
 
-const SIGUSR1: i32 = 10; // Linux value; this binary is Linux-only like its helper.
+use evloop::sys::signal::SIGUSR1;
 
 per_backend! {
     fn edge_01_signals_interrupt_waits_but_timers_stay_on_time(backend: Backend) {

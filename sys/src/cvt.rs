@@ -1,4 +1,5 @@
-//! `-1`/`errno` to `io::Error`: the only place in evloop where `errno` is read.
+//! `-1`/`errno` to `io::Error`: the only place in evloop where `errno` is read (the signal
+//! handler in `signal.rs` also saves and restores it, as every handler must).
 //!
 //! Every syscall wrapper in this crate passes its return value through [`cvt`] (or
 //! [`cvt_wait`] for the blocking waits), so the conversion and the EINTR policy are decided

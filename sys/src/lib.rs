@@ -16,7 +16,8 @@
 //!    where the system has kqueue (or Linux has libkqueue: `docs/08-kqueue.md`).
 //! 4. [`waker`]: eventfd, self-pipe or kqueue's `EVFILT_USER`, to wake a blocked loop from
 //!    another thread.
-//! 5. [`fd`]: pipes, socket pairs, flags, `RLIMIT_NOFILE`; [`signal`]: test-grade signal aids.
+//! 5. [`fd`]: pipes, socket pairs, flags, `RLIMIT_NOFILE`; [`signal`]: the process-wide signal
+//!    handler and the per-loop self-pipes it writes to.
 //!
 //! ```
 //! use std::time::Duration;
