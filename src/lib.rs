@@ -11,7 +11,7 @@
 //!  =======================================================================
 //!  event_loop.rs  EventLoop: run_forever / run_once / stop / close
 //!   ready.rs      FIFO ready deque (call_soon, I/O callbacks, threadsafe calls)
-//!   timers.rs     binary-heap timer queue keyed (deadline, seq)
+//!   timers.rs     4-ary heap timer queue keyed (deadline, seq)
 //!   registry.rs   fd -> (reader, writer); batched interest; the only Selector caller
 //!   handle.rs     Handle, TimerHandle (cancel)
 //!   remote.rs     Remote: call_soon_threadsafe (mutexed queue + waker)
