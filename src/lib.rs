@@ -50,6 +50,8 @@ mod remote;
 pub mod signals;
 pub mod task;
 mod timers;
+mod weak;
+pub use weak::WeakEventLoop;
 
 use std::fmt;
 use std::time::Duration;

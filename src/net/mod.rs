@@ -1,1 +1,21 @@
-//! Async sockets: TCP, UDP and Unix sockets on the loop (work in progress).
+//! Async sockets: the readiness wrapper [`Async`] for any fd, and the sockets built on it:
+//! TCP ([`TcpListener`], [`TcpStream`]), UDP and Unix sockets.
+//!
+//! Layer: above the reactor's readers and writers (`EventLoop::add_reader`/`add_writer`),
+//! beside the task layer whose wakers it stores; the syscalls are in `evloop_sys::socket`.
+//! asyncio's counterpart is the `sock_*` coroutines of `selector_events.py`. Read
+//! `async_fd.rs` first, then `tcp.rs`, `udp.rs`, `unix.rs`.
+//!
+//! Not yet here (issue 5): asyncio-style streams.
+
+mod async_fd;
+mod tcp;
+mod udp;
+mod unix;
+
+pub use async_fd::{Async, Readiness};
+pub use tcp::{
+    resolve, ListenOptions, TcpListener, TcpStream, ACCEPT_RETRY_DELAY, MAX_ACCEPTS_PER_YIELD,
+};
+pub use udp::UdpSocket;
+pub use unix::{UnixDatagram, UnixListener, UnixSocketAddr, UnixStream};

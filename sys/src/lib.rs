@@ -40,6 +40,8 @@ pub mod fd;
 pub mod floor;
 pub mod selector;
 pub mod signal;
+pub mod socket;
+pub mod socket_more;
 pub mod timeout;
 pub mod waker;
 

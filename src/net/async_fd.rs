@@ -1,0 +1,503 @@
+//! [`Async<T>`]: any fd on the loop, with `readable().await`, `writable().await` and
+//! "try the syscall; on `WouldBlock` await readiness" ([`Async::read_with`]).
+//!
+//! Layer: the first thing above the reactor's readers and writers (`add_reader`,
+//! `add_writer`, `src/event_loop.rs`); `tcp.rs` is built on it, and so can a pipe, a tty,
+//! inotify or a user's own socket type be. Its counterparts: smol's `async_io::Async`,
+//! tokio's `AsyncFd`; in asyncio, `sock_recv` and friends (`_sock_recv` registers a reader
+//! on `BlockingIOError`, the reader retries).
+//!
+//! ## How a wait works
+//! ```text
+//!  read_with(op): op(io) ──Ok/Err──> done
+//!                   │ WouldBlock
+//!                   v
+//!  readable().await: first poll -> add_reader(fd) unless registered; push (id, waker)
+//!  reader callback:  swap the waiter list out, wake them all; nobody waiting -> remove_reader
+//!  poll again:       our id gone from the list -> Ready; op(io) is tried again
+//! ```
+//! The registration is **kept while tasks wait and across wake-ups**: a task that reads,
+//! gets `WouldBlock` and waits again finds the reader still registered, so the steady state
+//! costs no `add_reader` (no allocation) and no interest change. The reader removes itself
+//! the first time it fires with nobody waiting (one spurious callback at most), and a
+//! dropped pending wait removes it at once when it was the last waiter (EDGE_CASES 65). The
+//! registry batches add and remove within an iteration, so even a remove followed by a
+//! re-add in the same iteration costs no syscall (`stats().interest_changes`).
+//!
+//! Readiness can be spurious (EDGE_CASES 26: a reader queued from a poll that ran before a
+//! task drained the fd), so `readable()` means "try again", never "a read will succeed".
+//!
+//! ## Ownership and the loop
+//! The wrapper holds its loop through a [`WeakEventLoop`](crate::WeakEventLoop): an `Async`
+//! kept in a task that the loop owns would otherwise keep the loop alive. Dropping the
+//! wrapper removes its reader and writer *before* the fd is closed (the registration is the
+//! first field, so it drops first), so the fd number is never watched after it is reused.
+//! Read `tcp.rs` next.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use evloop_sys::fd::{probe, set_nonblocking, FdKind};
+
+use crate::{EventLoop, WeakEventLoop};
+
+/// Which readiness a wait is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Read,
+    Write,
+}
+
+/// The waiters of one direction (readable or writable) of one fd.
+#[derive(Default)]
+struct Direction {
+    /// Tasks waiting now, each under the id its future drew. Usually zero or one entry.
+    waiters: RefCell<Vec<(u64, Waker)>>,
+    /// An empty list with capacity, swapped with `waiters` when the fd fires, so waking
+    /// allocates nothing and holds no borrow while wakers run.
+    spare: RefCell<Vec<(u64, Waker)>>,
+    /// Whether our reader (or writer) is registered with the loop.
+    registered: Cell<bool>,
+}
+
+/// What the wrapper, its futures and its registered callbacks share.
+struct State {
+    fd: RawFd,
+    /// The loop the fd is (or will be) registered with. `None` until the first wait when
+    /// the wrapper was made outside a running loop.
+    event_loop: RefCell<Option<WeakEventLoop>>,
+    read: Direction,
+    write: Direction,
+    next_id: Cell<u64>,
+}
+
+impl State {
+    fn direction(&self, side: Side) -> &Direction {
+        match side {
+            Side::Read => &self.read,
+            Side::Write => &self.write,
+        }
+    }
+
+    /// The loop to register with: the remembered one, or (first time) the running one.
+    fn event_loop(&self) -> io::Result<EventLoop> {
+        let mut slot = self.event_loop.borrow_mut();
+        if let Some(weak) = slot.as_ref() {
+            return weak.upgrade().ok_or_else(|| {
+                io::Error::other(format!(
+                    "Async(fd {}): its event loop was dropped; the fd cannot be waited on",
+                    self.fd
+                ))
+            });
+        }
+        let event_loop = crate::try_current().ok_or_else(|| {
+            io::Error::other(format!(
+                "Async(fd {}): waited on outside a running event loop; await it in a task, \
+                 or make the wrapper with Async::with_loop",
+                self.fd
+            ))
+        })?;
+        *slot = Some(event_loop.downgrade());
+        Ok(event_loop)
+    }
+
+    /// Registers our reader or writer (one allocation: the callback). Only when not
+    /// registered already.
+    fn register(self: &Rc<Self>, side: Side) -> io::Result<()> {
+        let event_loop = self.event_loop()?;
+        let state = self.clone();
+        match side {
+            Side::Read => event_loop.add_reader(self.fd, move |lp| state.fire(lp, Side::Read)),
+            Side::Write => event_loop.add_writer(self.fd, move |lp| state.fire(lp, Side::Write)),
+        }?;
+        self.direction(side).registered.set(true);
+        Ok(())
+    }
+
+    /// Removes our reader or writer, if registered, from the loop if it still exists.
+    fn deregister(&self, side: Side) {
+        let dir = self.direction(side);
+        if !dir.registered.replace(false) {
+            return;
+        }
+        let weak = self.event_loop.borrow().clone();
+        if let Some(event_loop) = weak.and_then(|w| w.upgrade()) {
+            match side {
+                Side::Read => event_loop.remove_reader(self.fd),
+                Side::Write => event_loop.remove_writer(self.fd),
+            };
+        }
+    }
+
+    /// The reader or writer callback: wake every waiter; with none, stop watching.
+    fn fire(&self, event_loop: &EventLoop, side: Side) {
+        let dir = self.direction(side);
+        let mut woken = std::mem::take(&mut *dir.spare.borrow_mut());
+        std::mem::swap(&mut *dir.waiters.borrow_mut(), &mut woken);
+        if woken.is_empty() {
+            // Readiness nobody waits for (the last waiter was served, or left): stop the
+            // level-triggered fd from queueing us every iteration.
+            dir.registered.set(false);
+            match side {
+                Side::Read => event_loop.remove_reader(self.fd),
+                Side::Write => event_loop.remove_writer(self.fd),
+            };
+        }
+        for (_, waker) in woken.drain(..) {
+            // Calls user code (a waker); no borrow is held. It may poll a wait of this fd
+            // again, which then finds its id gone and completes.
+            waker.wake();
+        }
+        let mut spare = dir.spare.borrow_mut();
+        if spare.capacity() < woken.capacity() {
+            *spare = woken;
+        }
+    }
+}
+
+/// An fd registered with an event loop for readiness: the building block of `net`.
+///
+/// `Async::new(io)` sets `O_NONBLOCK` on the fd and remembers the running loop (or, made
+/// outside one, the loop that first waits on it). Then [`readable`](Async::readable) and
+/// [`writable`](Async::writable) wait for readiness, and [`read_with`](Async::read_with) /
+/// [`write_with`](Async::write_with) run a non-blocking operation, waiting whenever it says
+/// `WouldBlock` (EDGE_CASES 26: a wake-up with nothing to do is fine, the operation is simply
+/// tried again).
+///
+/// **Contract.**
+/// - Several tasks may wait at once, for instance one for readable and one for writable; each
+///   readiness wakes every task waiting for it, and each task only its own side.
+/// - Dropping a pending wait (a cancelled task, a lost `timeout`) forgets its waker; if it was
+///   the last waiter, the reader (or writer) is removed at once (EDGE_CASES 65; test
+///   `tcp.rs::cancelling_a_task_blocked_in_read_removes_its_interest`).
+/// - In steady state a read or write costs its syscall only: no allocation, no interest
+///   change (test `tcp.rs::steady_state_reads_make_no_interest_changes`).
+/// - Dropping the wrapper deregisters *before* the fd is closed; [`into_inner`](Async::into_inner)
+///   deregisters and gives the fd back (still non-blocking).
+/// - It holds its loop weakly: it never keeps a loop alive.
+///
+/// `Async` is `!Send`, like the loop it is registered with.
+///
+/// # Examples
+///
+/// ```
+/// use std::os::unix::net::UnixStream;
+/// use evloop::net::Async;
+///
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let (a, b) = UnixStream::pair()?;
+///     let (a, b) = (Async::new(a)?, Async::new(b)?);
+///     let reader = evloop::spawn(async move {
+///         let mut buf = [0u8; 5];
+///         let n = b.read_with(|s| std::io::Read::read(&mut &*s, &mut buf)).await?;
+///         Ok::<_, std::io::Error>(buf[..n].to_vec())
+///     });
+///     a.write_with(|s| std::io::Write::write(&mut &*s, b"hello")).await?;
+///     assert_eq!(reader.await.unwrap()?, b"hello");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Async<T: AsFd> {
+    /// First field: dropped before `io`, so the fd is deregistered before it is closed.
+    registration: Registration,
+    io: T,
+}
+
+/// Removes the reader and writer when dropped.
+struct Registration {
+    state: Rc<State>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.state.deregister(Side::Read);
+        self.state.deregister(Side::Write);
+    }
+}
+
+impl<T: AsFd> Async<T> {
+    /// Wraps `io` for the running loop (or, outside a running loop, for the loop that first
+    /// waits on it), setting `O_NONBLOCK` on its fd.
+    ///
+    /// # Errors
+    /// `PermissionDenied` for a regular file or a directory (always "ready": readiness cannot
+    /// be watched; use [`to_thread`](crate::to_thread)); `EBADF` if the fd is not open; the
+    /// error of `fcntl` setting `O_NONBLOCK`.
+    pub fn new(io: T) -> io::Result<Async<T>> {
+        Async::make(crate::try_current().map(|lp| lp.downgrade()), io)
+    }
+
+    /// Wraps `io` for `event_loop`, which need not be running yet. As [`new`](Async::new).
+    ///
+    /// # Errors
+    /// As [`new`](Async::new).
+    pub fn with_loop(event_loop: &EventLoop, io: T) -> io::Result<Async<T>> {
+        Async::make(Some(event_loop.downgrade()), io)
+    }
+
+    fn make(event_loop: Option<WeakEventLoop>, io: T) -> io::Result<Async<T>> {
+        let fd = io.as_fd().as_raw_fd();
+        if probe(fd)? == FdKind::File {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "Async(fd {fd}): a regular file or directory is always ready; its \
+                     readiness cannot be watched (use evloop::to_thread for file I/O)"
+                ),
+            ));
+        }
+        set_nonblocking(io.as_fd(), true)?;
+        Ok(Async::from_nonblocking(event_loop, io))
+    }
+
+    /// Wraps a socket this crate just made non-blocking (`socket`, `accept4`): skips the
+    /// `fstat` and `fcntl` of [`new`](Async::new), two syscalls per connection.
+    pub(crate) fn from_nonblocking(event_loop: Option<WeakEventLoop>, io: T) -> Async<T> {
+        let fd = io.as_fd().as_raw_fd();
+        Async {
+            registration: Registration {
+                state: Rc::new(State {
+                    fd,
+                    event_loop: RefCell::new(event_loop),
+                    read: Direction::default(),
+                    write: Direction::default(),
+                    next_id: Cell::new(0),
+                }),
+            },
+            io,
+        }
+    }
+
+    /// Waits until the fd is reported readable (or has a hang-up or an error, so that the
+    /// next read sees EOF or the error). Always waits for a report made after the first poll;
+    /// the report may be spurious (EDGE_CASES 26).
+    ///
+    /// Dropping the future before it completes withdraws the wait (and the reader, if no one
+    /// else waits).
+    ///
+    /// # Errors
+    /// If the loop is closed or dropped, or `add_reader` refuses the fd (e.g. an fd >= 1024
+    /// on `select-strict`).
+    pub fn readable(&self) -> Readiness<'_> {
+        Readiness::new(&self.registration.state, Side::Read)
+    }
+
+    /// Waits until the fd is reported writable (or has an error). As [`readable`](Async::readable).
+    ///
+    /// # Errors
+    /// As [`readable`](Async::readable).
+    pub fn writable(&self) -> Readiness<'_> {
+        Readiness::new(&self.registration.state, Side::Write)
+    }
+
+    /// Runs `op` until it does not answer `WouldBlock`, awaiting [`readable`](Async::readable)
+    /// after each `WouldBlock` (`Interrupted` is retried at once). `op` must be non-blocking
+    /// and is called at least once, at once (no wait if data is there).
+    ///
+    /// # Errors
+    /// `op`'s error other than `WouldBlock`/`Interrupted`, or the error of `readable`.
+    pub async fn read_with<R>(&self, mut op: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        loop {
+            match op(&self.io) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable().await?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return result,
+            }
+        }
+    }
+
+    /// As [`read_with`](Async::read_with), with `&mut T`.
+    ///
+    /// # Errors
+    /// As [`read_with`](Async::read_with).
+    pub async fn read_with_mut<R>(
+        &mut self,
+        mut op: impl FnMut(&mut T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        loop {
+            match op(&mut self.io) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable().await?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return result,
+            }
+        }
+    }
+
+    /// Runs `op` until it does not answer `WouldBlock`, awaiting [`writable`](Async::writable)
+    /// after each `WouldBlock`. As [`read_with`](Async::read_with).
+    ///
+    /// # Errors
+    /// As [`read_with`](Async::read_with).
+    pub async fn write_with<R>(&self, mut op: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        loop {
+            match op(&self.io) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable().await?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return result,
+            }
+        }
+    }
+
+    /// As [`write_with`](Async::write_with), with `&mut T`.
+    ///
+    /// # Errors
+    /// As [`read_with`](Async::read_with).
+    pub async fn write_with_mut<R>(
+        &mut self,
+        mut op: impl FnMut(&mut T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        loop {
+            match op(&mut self.io) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable().await?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => return result,
+            }
+        }
+    }
+
+    /// The wrapped I/O object.
+    pub fn get_ref(&self) -> &T {
+        &self.io
+    }
+
+    /// The wrapped I/O object, mutably. Do not replace or close its fd while wrapped.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.io
+    }
+
+    /// Removes the fd's reader and writer from the loop and gives `io` back (its fd still
+    /// non-blocking).
+    pub fn into_inner(self) -> T {
+        let Async { registration, io } = self;
+        drop(registration);
+        io
+    }
+
+    /// The loop this wrapper is registered with (or bound to), if it still exists.
+    pub fn event_loop(&self) -> Option<EventLoop> {
+        let weak = self.registration.state.event_loop.borrow().clone();
+        weak.and_then(|w| w.upgrade())
+    }
+}
+
+impl<T: AsFd> AsFd for Async<T> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl<T: AsFd> AsRawFd for Async<T> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.registration.state.fd
+    }
+}
+
+impl<T: AsFd> fmt::Debug for Async<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = &self.registration.state;
+        f.debug_struct("Async")
+            .field("fd", &state.fd)
+            .field("reader_registered", &state.read.registered.get())
+            .field("writer_registered", &state.write.registered.get())
+            .field("waiting_readable", &state.read.waiters.borrow().len())
+            .field("waiting_writable", &state.write.waiters.borrow().len())
+            .finish()
+    }
+}
+
+/// The future of [`Async::readable`] and [`Async::writable`]: resolves to `Ok(())` once the
+/// loop reports the readiness after the first poll, or to the error of registering.
+/// Dropping it pending withdraws the wait.
+#[must_use = "futures do nothing unless awaited"]
+pub struct Readiness<'a> {
+    state: &'a Rc<State>,
+    side: Side,
+    /// Our entry in the waiter list, once the first poll made one.
+    id: Option<u64>,
+}
+
+impl<'a> Readiness<'a> {
+    fn new(state: &'a Rc<State>, side: Side) -> Readiness<'a> {
+        Readiness {
+            state,
+            side,
+            id: None,
+        }
+    }
+}
+
+impl Future for Readiness<'_> {
+    type Output = io::Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let state = self.state;
+        let dir = state.direction(self.side);
+        if let Some(id) = self.id {
+            let mut waiters = dir.waiters.borrow_mut();
+            return match waiters.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, waker)) => {
+                    // Still waiting (someone else woke the task): keep the newest waker.
+                    if !waker.will_wake(cx.waker()) {
+                        *waker = cx.waker().clone();
+                    }
+                    Poll::Pending
+                }
+                None => {
+                    // The callback took our entry: the fd was reported ready.
+                    drop(waiters);
+                    self.id = None;
+                    Poll::Ready(Ok(()))
+                }
+            };
+        }
+        if !dir.registered.get() {
+            if let Err(e) = state.register(self.side) {
+                return Poll::Ready(Err(e));
+            }
+        }
+        let id = state.next_id.get();
+        state.next_id.set(id.wrapping_add(1));
+        dir.waiters.borrow_mut().push((id, cx.waker().clone()));
+        self.id = Some(id);
+        Poll::Pending
+    }
+}
+
+impl Drop for Readiness<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let dir = self.state.direction(self.side);
+        let now_empty = {
+            let mut waiters = dir.waiters.borrow_mut();
+            if let Some(pos) = waiters.iter().position(|(i, _)| *i == id) {
+                waiters.swap_remove(pos);
+            }
+            waiters.is_empty()
+        };
+        if now_empty {
+            // The last waiter left before readiness came (EDGE_CASES 65): nobody should be
+            // woken for this fd any more, so the interest goes now.
+            self.state.deregister(self.side);
+        }
+    }
+}
+
+impl fmt::Debug for Readiness<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Readiness")
+            .field("fd", &self.state.fd)
+            .field("side", &self.side)
+            .field("waiting", &self.id.is_some())
+            .finish()
+    }
+}

@@ -1,0 +1,629 @@
+//! TCP on the loop: [`TcpListener`] and [`TcpStream`], built on [`Async`].
+//!
+//! Layer: `net`, on `async_fd.rs` and the socket syscalls of `evloop_sys::socket`. asyncio's
+//! counterparts are `sock_accept`, `sock_connect`, `sock_recv`, `sock_sendall` (the
+//! low-level socket coroutines `create_server` and `open_connection` are built on); std's are
+//! `std::net::{TcpListener, TcpStream}`, whose method names these follow.
+//!
+//! ## The special problems this file handles
+//! - **Non-blocking connect** (EDGE_CASES 49): `connect` answers at once on loopback (success
+//!   or `ECONNREFUSED`), or says `EINPROGRESS`; then we wait for writability and read
+//!   `SO_ERROR`. A writability report with no error but no peer yet is spurious: we wait again.
+//! - **EMFILE on accept** (EDGE_CASES 56): the pending connection stays in the backlog, so a
+//!   level-triggered listener would be readable forever: a 100 % CPU loop. We take asyncio's
+//!   way: [`TcpListener::accept`] returns the error to its caller, and the next `accept` first
+//!   sleeps [`ACCEPT_RETRY_DELAY`] without watching the listener (the reader removes itself
+//!   when it fires with no waiter). The listener is never closed.
+//! - **Accept errors that mean "try again"** (EDGE_CASES 55): `ECONNABORTED` and Linux's
+//!   pass-through network errors are retried at once (a bounded number of times).
+//! - **Fairness** (EDGE_CASES 55): an accept loop that always finds a connection ready would
+//!   never yield; after [`MAX_ACCEPTS_PER_YIELD`] accepts without waiting it yields once.
+//! - **SIGPIPE** (EDGE_CASES 53): writes use `send(MSG_NOSIGNAL)` (`SO_NOSIGPIPE` on macOS),
+//!   so a closed peer is a `BrokenPipe`/`ConnectionReset` error, never a dead process.
+//! - **Zero-length reads** (EDGE_CASES 51): `read(&mut [])` returns `Ok(0)` without a syscall;
+//!   only a read into a non-empty buffer can report EOF.
+//! - **Half-close** (EDGE_CASES 50): `read` returning 0 means the peer will send no more;
+//!   writing still works until *we* [`shutdown`](TcpStream::shutdown) or close.
+//!
+//! Read `docs/` (sockets page) next, or `tests/tcp.rs`.
+
+use std::fmt;
+use std::io;
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use evloop_sys::socket as sys;
+
+use super::Async;
+
+/// How long [`TcpListener::accept`] stops watching the listener after running out of fds
+/// (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) before it tries again. asyncio waits 1 s
+/// (`ACCEPT_RETRY_DELAY`); a shorter pause serves clients sooner once fds are freed, and at
+/// ten tries a second costs nothing measurable.
+pub const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// How many connections [`TcpListener::accept`] hands out back to back without waiting before
+/// it yields to the loop once, so a flood of connections cannot starve other tasks.
+pub const MAX_ACCEPTS_PER_YIELD: u32 = 128;
+
+/// Retryable accept errors (`ECONNABORTED`...) tried again at once before one is returned:
+/// enough for a burst of aborted connections, bounded so that an fd answering such an error
+/// forever cannot spin the loop.
+const MAX_ACCEPT_RETRIES: u32 = 64;
+
+/// Resolves a host name with its port (`"localhost:8080"`, `"[::1]:80"`, `"127.0.0.1:0"`)
+/// into socket addresses, on the thread pool ([`to_thread`](crate::to_thread)): `getaddrinfo`
+/// blocks, and must not block the loop.
+///
+/// # Errors
+/// The resolver's error (e.g. an unknown host, a missing port); `NotFound` when it gives no
+/// address; `Other` if the resolving thread panicked.
+///
+/// # Examples
+///
+/// ```
+/// let event_loop = evloop::EventLoop::new()?;
+/// let addrs = event_loop.run_until_complete(evloop::net::resolve("127.0.0.1:80"))??;
+/// assert_eq!(addrs, vec!["127.0.0.1:80".parse().unwrap()]);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub async fn resolve(host: &str) -> io::Result<Vec<SocketAddr>> {
+    // A literal address needs no thread.
+    if let Ok(addr) = host.parse::<SocketAddr>() {
+        return Ok(vec![addr]);
+    }
+    let host = host.to_owned();
+    let addrs = crate::to_thread(move || {
+        host.to_socket_addrs()
+            .map(|it| it.collect::<Vec<_>>())
+            .map_err(|e| io::Error::new(e.kind(), format!("resolving {host:?}: {e}")))
+    })
+    .await
+    .map_err(|e| io::Error::other(format!("the resolver thread failed: {e}")))??;
+    if addrs.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "the host name resolved to no address",
+        ));
+    }
+    Ok(addrs)
+}
+
+// ---------------------------------------------------------------------------------------
+// Listener
+
+/// How [`TcpListener::bind_with`] sets up its socket.
+///
+/// The default: `SO_REUSEADDR` on (a restarted server can bind while old connections sit
+/// in `TIME_WAIT`, as asyncio's `create_server` does), `SO_REUSEPORT` off, backlog 1024.
+///
+/// # Examples
+///
+/// ```
+/// use evloop::net::{ListenOptions, TcpListener};
+/// let options = ListenOptions::default().reuse_port(true).backlog(16);
+/// let listener = TcpListener::bind_with("127.0.0.1:0".parse().unwrap(), options)?;
+/// assert_ne!(listener.local_addr()?.port(), 0);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenOptions {
+    reuse_address: bool,
+    reuse_port: bool,
+    backlog: i32,
+}
+
+impl Default for ListenOptions {
+    fn default() -> ListenOptions {
+        ListenOptions {
+            reuse_address: true,
+            reuse_port: false,
+            backlog: 1024,
+        }
+    }
+}
+
+impl ListenOptions {
+    /// Sets `SO_REUSEADDR` (default on).
+    pub fn reuse_address(mut self, on: bool) -> ListenOptions {
+        self.reuse_address = on;
+        self
+    }
+
+    /// Sets `SO_REUSEPORT` (default off): several listeners, e.g. one loop per core, may then
+    /// bind the same address and the kernel spreads the connections among them.
+    pub fn reuse_port(mut self, on: bool) -> ListenOptions {
+        self.reuse_port = on;
+        self
+    }
+
+    /// The length of the queue of connections not yet accepted (default 1024; the kernel
+    /// caps it, at `net.core.somaxconn` on Linux).
+    pub fn backlog(mut self, backlog: i32) -> ListenOptions {
+        self.backlog = backlog;
+        self
+    }
+}
+
+/// A TCP socket listening for connections (asyncio's server socket; std's `TcpListener`).
+///
+/// Made with [`bind`](TcpListener::bind) (usable outside a running loop: it registers with
+/// the loop that first awaits [`accept`](TcpListener::accept)). Dropping it deregisters, then
+/// closes the socket.
+///
+/// # Examples
+///
+/// ```
+/// use evloop::net::{TcpListener, TcpStream};
+///
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+///     let addr = listener.local_addr()?;
+///     let client = evloop::spawn(async move {
+///         let stream = TcpStream::connect(addr).await?;
+///         stream.write_all(b"ping").await
+///     });
+///     let (stream, _peer) = listener.accept().await?;
+///     let mut buf = [0u8; 4];
+///     stream.read_exact(&mut buf).await?;
+///     assert_eq!(&buf, b"ping");
+///     client.await.unwrap()
+/// })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct TcpListener {
+    io: Async<OwnedFd>,
+    /// After running out of fds: no accept before this instant (EDGE_CASES 56).
+    paused_until: std::cell::Cell<Option<Instant>>,
+    /// Accepts handed out since the last wait or yield (fairness).
+    burst: std::cell::Cell<u32>,
+}
+
+impl TcpListener {
+    /// Binds a listener to `addr` with the default [`ListenOptions`] (`SO_REUSEADDR`, backlog
+    /// 1024). Port 0 picks a free port: see [`local_addr`](TcpListener::local_addr).
+    ///
+    /// # Errors
+    /// `AddrInUse`, `AddrNotAvailable`, `PermissionDenied` (a privileged port), `EMFILE`.
+    pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+        TcpListener::bind_with(addr, ListenOptions::default())
+    }
+
+    /// Binds a listener to `addr` with `options`.
+    ///
+    /// # Errors
+    /// As [`bind`](TcpListener::bind); `ENOPROTOOPT` if `SO_REUSEPORT` does not exist here.
+    pub fn bind_with(addr: SocketAddr, options: ListenOptions) -> io::Result<TcpListener> {
+        let fd = sys::socket(&addr, sys::SockType::Stream)?;
+        sys::set_reuse_address(fd.as_fd(), options.reuse_address)?;
+        if options.reuse_port {
+            sys::set_reuse_port(fd.as_fd(), true)?;
+        }
+        sys::bind(fd.as_fd(), &addr)?;
+        sys::listen(fd.as_fd(), options.backlog)?;
+        TcpListener::from_fd(fd)
+    }
+
+    /// Resolves `host` (e.g. `"localhost:8080"`) with [`resolve`] and binds to the first
+    /// address that works.
+    ///
+    /// # Errors
+    /// The resolver's error, or the last address's bind error.
+    pub async fn bind_host(host: &str, options: ListenOptions) -> io::Result<TcpListener> {
+        let mut last = None;
+        for addr in resolve(host).await? {
+            match TcpListener::bind_with(addr, options) {
+                Ok(listener) => return Ok(listener),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::NotFound)))
+    }
+
+    fn from_fd(fd: OwnedFd) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            io: Async::new(fd)?,
+            paused_until: std::cell::Cell::new(None),
+            burst: std::cell::Cell::new(0),
+        })
+    }
+
+    /// Accepts one connection: the stream (non-blocking, close-on-exec, registered with this
+    /// listener's loop on first use) and the peer's address. Waits while none is pending.
+    ///
+    /// Several tasks may await `accept` on one listener; each connection goes to one of them.
+    /// Cancel-safe: dropping the future loses no connection (it stays in the backlog).
+    ///
+    /// # Errors
+    /// - Out of fds (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`): the error is returned, the
+    ///   connection stays in the backlog, and the *next* call first waits
+    ///   [`ACCEPT_RETRY_DELAY`] without watching the listener, so a caller that loops on
+    ///   errors does not spin (EDGE_CASES 56; test `emfile.rs`).
+    /// - `ECONNABORTED` and Linux's pass-through network errors are retried, and returned
+    ///   only after many in a row (EDGE_CASES 55).
+    /// - If the loop is closed or dropped.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        if let Some(until) = self.paused_until.get() {
+            crate::sleep_until(until).await;
+            self.paused_until.set(None);
+        }
+        if self.burst.get() >= MAX_ACCEPTS_PER_YIELD {
+            self.burst.set(0);
+            crate::yield_now().await;
+        }
+        let mut retries = 0;
+        loop {
+            match sys::accept(self.io.as_fd()) {
+                Ok((fd, peer)) => {
+                    self.burst.set(self.burst.get() + 1);
+                    let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
+                    return Ok((TcpStream::accepted(fd, event_loop), peer));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.burst.set(0);
+                    self.io.readable().await?;
+                }
+                Err(e) if sys::is_accept_retryable(&e) && retries < MAX_ACCEPT_RETRIES => {
+                    retries += 1;
+                }
+                Err(e) if sys::is_out_of_fds(&e) => {
+                    self.paused_until
+                        .set(Some(Instant::now() + ACCEPT_RETRY_DELAY));
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The address the listener is bound to (with the port the kernel chose for port 0).
+    ///
+    /// # Errors
+    /// The OS error of `getsockname` (rare).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        sys::local_addr(self.io.as_fd())
+    }
+
+    /// Wraps a std listener (it is made non-blocking).
+    ///
+    /// # Errors
+    /// As [`Async::new`].
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        TcpListener::from_fd(OwnedFd::from(listener))
+    }
+
+    /// Deregisters and gives the socket back as a std listener, still non-blocking (call
+    /// `set_nonblocking(false)` for blocking use).
+    pub fn into_std(self) -> std::net::TcpListener {
+        std::net::TcpListener::from(self.io.into_inner())
+    }
+}
+
+impl AsFd for TcpListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("TcpListener");
+        d.field("fd", &self.io.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("addr", &addr);
+        }
+        d.field("paused", &self.paused_until.get().is_some())
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Stream
+
+/// A connected TCP socket (asyncio's socket under a transport; std's `TcpStream`).
+///
+/// Every I/O method takes `&self`, so two tasks may use one stream at once: share it in an
+/// `Rc<TcpStream>`, one task reading and one writing, each woken only for its own side. Two
+/// tasks *reading* at once is allowed but interleaves the bytes unpredictably.
+///
+/// Each method first tries its syscall and waits only on `WouldBlock`, so a read that finds
+/// data costs one `recv` and nothing else (no allocation, no interest change).
+///
+/// # Examples
+///
+/// ```
+/// use std::rc::Rc;
+/// use evloop::net::{TcpListener, TcpStream};
+///
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+///     let client = Rc::new(TcpStream::connect(listener.local_addr()?).await?);
+///     let (server, _) = listener.accept().await?;
+///     // The server echoes; the client writes in one task and reads in another.
+///     let echo = evloop::spawn(async move {
+///         let mut buf = [0u8; 64];
+///         let n = server.read(&mut buf).await?;
+///         server.write_all(&buf[..n]).await
+///     });
+///     let writer = evloop::spawn({
+///         let client = client.clone();
+///         async move { client.write_all(b"hi").await }
+///     });
+///     let mut buf = [0u8; 2];
+///     client.read_exact(&mut buf).await?;
+///     assert_eq!(&buf, b"hi");
+///     writer.await.unwrap()?;
+///     echo.await.unwrap()
+/// })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct TcpStream {
+    io: Async<OwnedFd>,
+}
+
+impl TcpStream {
+    /// Connects to `addr`: a non-blocking `connect`, then (if it is in progress) a wait for
+    /// writability and a look at `SO_ERROR` (EDGE_CASES 49). An immediate success or refusal
+    /// (common on loopback) is handled without waiting.
+    ///
+    /// Wrap it in [`timeout`](crate::timeout) to bound the wait; dropping the future closes
+    /// the half-made socket.
+    ///
+    /// # Errors
+    /// `ConnectionRefused`, `TimedOut` (the kernel's own, after minutes), `NetworkUnreachable`,
+    /// `AddrNotAvailable`; `EMFILE`; the loop closed or dropped.
+    pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+        let fd = sys::socket(&addr, sys::SockType::Stream)?;
+        let connected = sys::connect(fd.as_fd(), &addr)?;
+        let stream = TcpStream {
+            io: Async::from_nonblocking(crate::try_current().map(|lp| lp.downgrade()), fd),
+        };
+        if connected {
+            return Ok(stream);
+        }
+        loop {
+            stream.io.writable().await?;
+            if let Some(e) = sys::take_error(stream.io.as_fd())? {
+                return Err(e);
+            }
+            match sys::peer_addr(stream.io.as_fd()) {
+                Ok(_) => return Ok(stream),
+                // Writable with no error and no peer: still in progress (a spurious report).
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Resolves `host` (e.g. `"localhost:8080"`) with [`resolve`] on the thread pool, then
+    /// tries each address in turn until one connects.
+    ///
+    /// # Errors
+    /// The resolver's error, or the last address's connect error.
+    pub async fn connect_host(host: &str) -> io::Result<TcpStream> {
+        let mut last = None;
+        for addr in resolve(host).await? {
+            match TcpStream::connect(addr).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::NotFound)))
+    }
+
+    /// An accepted socket (already non-blocking), registered with the listener's loop.
+    fn accepted(fd: OwnedFd, event_loop: Option<crate::WeakEventLoop>) -> TcpStream {
+        TcpStream {
+            io: Async::from_nonblocking(event_loop, fd),
+        }
+    }
+
+    /// Reads at most `buf.len()` bytes, waiting until at least one is there. `Ok(0)` with a
+    /// non-empty `buf` is end of stream: the peer shut down its write side or closed
+    /// (EDGE_CASES 50; we may still write).
+    ///
+    /// An empty `buf` returns `Ok(0)` at once and makes no syscall: a zero-length read would
+    /// look like EOF (EDGE_CASES 51), so it is never issued, and that `0` does not mean EOF.
+    ///
+    /// # Errors
+    /// `ConnectionReset` after a reset (EDGE_CASES 54); the loop's error if it is closed.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.io.read_with(|fd| sys::recv(fd.as_fd(), buf)).await
+    }
+
+    /// Reads exactly `buf.len()` bytes.
+    ///
+    /// # Errors
+    /// `UnexpectedEof` if the stream ends first (the bytes read so far are in `buf` but their
+    /// count is lost, as with std's `read_exact`); as [`read`](TcpStream::read).
+    pub async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read(buf).await? {
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the stream ended before the buffer was filled",
+                    ))
+                }
+                n => buf = &mut buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what is there into `buf` without removing it (`MSG_PEEK`): the next read sees
+    /// the same bytes. Waits until at least one byte (or EOF) is there; an empty `buf`
+    /// returns `Ok(0)` at once.
+    ///
+    /// # Errors
+    /// As [`read`](TcpStream::read).
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.io.read_with(|fd| sys::peek(fd.as_fd(), buf)).await
+    }
+
+    /// Writes at most `buf.len()` bytes, waiting until at least one can be written; returns
+    /// how many were (a short write is normal when the send buffer is nearly full). An empty
+    /// `buf` returns `Ok(0)` at once.
+    ///
+    /// # Errors
+    /// `BrokenPipe` after our own `shutdown(Write)` or a closed peer, `ConnectionReset` after a
+    /// reset; never SIGPIPE (EDGE_CASES 53).
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+    }
+
+    /// Writes all of `buf`, in order, across as many partial writes and waits as it takes
+    /// (EDGE_CASES 52).
+    ///
+    /// Not cancel-safe: if the future is dropped midway, an unknown prefix was sent.
+    ///
+    /// # Errors
+    /// As [`write`](TcpStream::write); `WriteZero` if the kernel accepts nothing.
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write(buf).await? {
+                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                n => buf = &buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// Shuts down the read side, the write side or both (`shutdown(2)`). After
+    /// `Shutdown::Write` the peer reads EOF and our writes fail with `BrokenPipe`; reading
+    /// still works (EDGE_CASES 50).
+    ///
+    /// # Errors
+    /// `NotConnected` when the socket is not connected.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        sys::shutdown(self.io.as_fd(), how)
+    }
+
+    /// Waits until the stream is reported readable (or at EOF, or in error). See
+    /// [`Async::readable`].
+    ///
+    /// # Errors
+    /// As [`Async::readable`].
+    pub async fn readable(&self) -> io::Result<()> {
+        self.io.readable().await
+    }
+
+    /// Waits until the stream is reported writable. See [`Async::writable`].
+    ///
+    /// # Errors
+    /// As [`Async::readable`].
+    pub async fn writable(&self) -> io::Result<()> {
+        self.io.writable().await
+    }
+
+    /// Sets `TCP_NODELAY` (send small writes at once instead of coalescing them).
+    ///
+    /// # Errors
+    /// The OS error of `setsockopt` (rare).
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        sys::set_nodelay(self.io.as_fd(), on)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    ///
+    /// # Errors
+    /// The OS error of `getsockopt` (rare).
+    pub fn nodelay(&self) -> io::Result<bool> {
+        sys::nodelay(self.io.as_fd())
+    }
+
+    /// Sets `SO_LINGER`: `Some(Duration::ZERO)` makes dropping the stream send a reset (RST)
+    /// and discard unsent data; `None` (the default) closes gracefully in the background.
+    ///
+    /// # Errors
+    /// The OS error of `setsockopt` (rare).
+    pub fn set_linger(&self, linger: Option<Duration>) -> io::Result<()> {
+        sys::set_linger(self.io.as_fd(), linger)
+    }
+
+    /// Reads and clears the socket's pending error (`SO_ERROR`).
+    ///
+    /// # Errors
+    /// The OS error of `getsockopt` (rare).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        sys::take_error(self.io.as_fd())
+    }
+
+    /// Our end's address.
+    ///
+    /// # Errors
+    /// The OS error of `getsockname` (rare).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        sys::local_addr(self.io.as_fd())
+    }
+
+    /// The peer's address.
+    ///
+    /// # Errors
+    /// `NotConnected` when not connected (e.g. after a reset on some systems).
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        sys::peer_addr(self.io.as_fd())
+    }
+
+    /// Wraps a connected std stream (it is made non-blocking, and on macOS `SO_NOSIGPIPE`).
+    ///
+    /// # Errors
+    /// As [`Async::new`].
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        let fd = OwnedFd::from(stream);
+        sys::set_nosigpipe(fd.as_fd())?;
+        Ok(TcpStream {
+            io: Async::new(fd)?,
+        })
+    }
+
+    /// Deregisters and gives the socket back as a std stream, still non-blocking (call
+    /// `set_nonblocking(false)` for blocking use).
+    pub fn into_std(self) -> std::net::TcpStream {
+        std::net::TcpStream::from(self.io.into_inner())
+    }
+}
+
+impl AsFd for TcpStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("TcpStream");
+        d.field("fd", &self.io.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("local", &addr);
+        }
+        if let Ok(addr) = self.peer_addr() {
+            d.field("peer", &addr);
+        }
+        d.field("io", &self.io).finish()
+    }
+}

@@ -1,0 +1,264 @@
+//! UDP on the loop: [`UdpSocket`], built on [`Async`].
+//!
+//! Layer: `net`, on `async_fd.rs` and the syscalls of `evloop_sys::socket` (socket, bind,
+//! connect, send) and `evloop_sys::socket_more` (sendto, recvfrom with truncation
+//! detection). asyncio's counterparts are `sock_sendto`/`sock_recvfrom` and the
+//! `DatagramProtocol` of `create_datagram_endpoint`; std's is `std::net::UdpSocket`, whose
+//! method names these follow.
+//!
+//! ## The special problems this file handles
+//! - **Truncation** (EDGE_CASES 57): a datagram longer than the buffer loses its tail.
+//!   [`UdpSocket::recv_from`] behaves like std's (it returns the bytes that fit);
+//!   [`UdpSocket::recv_from_full`] and [`UdpSocket::recv_full`] also say whether the datagram
+//!   was truncated.
+//! - **ICMP errors** (EDGE_CASES 57): after a datagram from a *connected* socket hits a port
+//!   with no listener, the kernel queues `ECONNREFUSED` on the socket; the next `recv` or
+//!   `send` returns it as `ConnectionRefused` (asyncio's `error_received`). The error is
+//!   consumed by that call: the socket is not closed and keeps working. An unconnected
+//!   socket gets no such report on Linux.
+//! - **Empty datagrams** (EDGE_CASES 51): `Ok(0)` from a receive is a zero-byte datagram,
+//!   not end of stream (UDP has none); an empty buffer is passed to the kernel as is.
+//! - **SIGPIPE** (EDGE_CASES 53): sends pass `MSG_NOSIGNAL` (`SO_NOSIGPIPE` on macOS).
+//!
+//! Read `unix.rs` next, or `tests/udp.rs`.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+
+use evloop_sys::socket as sys;
+use evloop_sys::socket_more as dgram;
+
+use super::Async;
+
+/// A UDP socket on the loop (asyncio's datagram endpoint; std's `UdpSocket`).
+///
+/// Every method takes `&self`, so one task may receive while another sends (share it in an
+/// `Rc`). Each operation first tries its syscall and waits only on `WouldBlock`: a receive
+/// that finds a datagram costs one `recvfrom`, no allocation, no interest change.
+///
+/// Cancel-safe: dropping a pending `recv_from` loses no datagram (it stays queued) and
+/// removes the reader if no other task waits (EDGE_CASES 65; test
+/// `udp.rs::edge_65_cancelling_a_task_blocked_in_recv_removes_its_interest`). Dropping the
+/// socket deregisters it before closing the fd.
+///
+/// # Examples
+///
+/// ```
+/// use evloop::net::UdpSocket;
+///
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+///     let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+///     a.send_to(b"ping", b.local_addr()?).await?;
+///     let mut buf = [0u8; 16];
+///     let (n, from) = b.recv_from(&mut buf).await?;
+///     assert_eq!((&buf[..n], from), (&b"ping"[..], a.local_addr()?));
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct UdpSocket {
+    io: Async<OwnedFd>,
+}
+
+impl UdpSocket {
+    /// Binds a UDP socket to `addr` (port 0: the kernel picks one, see
+    /// [`local_addr`](UdpSocket::local_addr)). The socket is non-blocking and close-on-exec,
+    /// and registers with the running loop (or the first loop that awaits on it).
+    ///
+    /// # Errors
+    /// `AddrInUse`, `AddrNotAvailable`, `PermissionDenied`; `EMFILE`.
+    pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+        let fd = sys::socket(&addr, sys::SockType::Datagram)?;
+        sys::bind(fd.as_fd(), &addr)?;
+        Ok(UdpSocket::from_fd(fd))
+    }
+
+    fn from_fd(fd: OwnedFd) -> UdpSocket {
+        UdpSocket {
+            io: Async::from_nonblocking(crate::try_current().map(|lp| lp.downgrade()), fd),
+        }
+    }
+
+    /// Sets the default peer: [`send`](UdpSocket::send) goes there, and only datagrams from
+    /// it are received. It also makes the kernel report ICMP errors for that peer as
+    /// `ConnectionRefused` on a later `send`/`recv` (EDGE_CASES 57). Immediate: no wait.
+    ///
+    /// # Errors
+    /// `NetworkUnreachable`, `AddrNotAvailable`; `InvalidInput` for an address of the other
+    /// family.
+    pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
+        // A datagram connect only records the peer: it never answers "in progress".
+        sys::connect(self.io.as_fd(), &addr).map(|_| ())
+    }
+
+    /// Sends one datagram to `addr`, waiting while the send buffer is full. Returns the bytes
+    /// sent (all of `buf`: a datagram is never split). An empty `buf` sends an empty datagram.
+    ///
+    /// # Errors
+    /// `EMSGSIZE` (an `Other`-kind OS error) for a datagram too large (EDGE_CASES 57);
+    /// `NetworkUnreachable`; on a connected socket, a pending `ConnectionRefused`.
+    pub async fn send_to(&self, buf: &[u8], addr: SocketAddr) -> io::Result<usize> {
+        self.io
+            .write_with(|fd| dgram::send_to(fd.as_fd(), buf, &addr))
+            .await
+    }
+
+    /// Receives one datagram and its sender's address, waiting until one arrives. A datagram
+    /// longer than `buf` is silently truncated, as in std (use
+    /// [`recv_from_full`](UdpSocket::recv_from_full) to know). `Ok((0, addr))` is an empty
+    /// datagram from `addr`, not EOF (EDGE_CASES 51).
+    ///
+    /// # Errors
+    /// On a connected socket, `ConnectionRefused` once after an ICMP port-unreachable; the
+    /// socket keeps working (EDGE_CASES 57).
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let (n, addr, _truncated) = self.recv_from_full(buf).await?;
+        Ok((n, addr))
+    }
+
+    /// As [`recv_from`](UdpSocket::recv_from), and says whether the datagram was truncated:
+    /// `(bytes in buf, sender, truncated)`. When `truncated` is true the datagram was longer
+    /// than `buf` and its tail is lost (EDGE_CASES 57; Linux learns this from `MSG_TRUNC`).
+    ///
+    /// # Errors
+    /// As [`recv_from`](UdpSocket::recv_from).
+    pub async fn recv_from_full(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, bool)> {
+        let (got, addr) = self
+            .io
+            .read_with(|fd| dgram::recv_from(fd.as_fd(), buf))
+            .await?;
+        Ok((got.len, addr, got.truncated))
+    }
+
+    /// Sends one datagram to the connected peer (see [`connect`](UdpSocket::connect)).
+    ///
+    /// # Errors
+    /// `NotConnected` (an OS `EDESTADDRREQ`) when not connected; `ConnectionRefused` when an
+    /// ICMP port-unreachable came back for an earlier datagram (once; EDGE_CASES 57);
+    /// `EMSGSIZE`.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+    }
+
+    /// Receives one datagram from the connected peer; a longer one is truncated silently
+    /// (see [`recv_full`](UdpSocket::recv_full)). `Ok(0)` is an empty datagram.
+    ///
+    /// # Errors
+    /// `ConnectionRefused` once after an ICMP port-unreachable; the socket keeps working
+    /// (EDGE_CASES 57).
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(self.recv_full(buf).await?.0)
+    }
+
+    /// As [`recv`](UdpSocket::recv), and says whether the datagram was truncated:
+    /// `(bytes in buf, truncated)`.
+    ///
+    /// # Errors
+    /// As [`recv`](UdpSocket::recv).
+    pub async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+        let got = self.io.read_with(|fd| dgram::recv(fd.as_fd(), buf)).await?;
+        Ok((got.len, got.truncated))
+    }
+
+    /// Waits until a datagram (or an error) is there. See [`Async::readable`].
+    ///
+    /// # Errors
+    /// As [`Async::readable`].
+    pub async fn readable(&self) -> io::Result<()> {
+        self.io.readable().await
+    }
+
+    /// Waits until the socket can send. See [`Async::writable`].
+    ///
+    /// # Errors
+    /// As [`Async::readable`].
+    pub async fn writable(&self) -> io::Result<()> {
+        self.io.writable().await
+    }
+
+    /// Reads and clears the socket's pending error (`SO_ERROR`), e.g. a queued
+    /// `ConnectionRefused`, without receiving.
+    ///
+    /// # Errors
+    /// The OS error of `getsockopt` (rare).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        sys::take_error(self.io.as_fd())
+    }
+
+    /// The address the socket is bound to.
+    ///
+    /// # Errors
+    /// The OS error of `getsockname` (rare).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        sys::local_addr(self.io.as_fd())
+    }
+
+    /// The connected peer's address.
+    ///
+    /// # Errors
+    /// `NotConnected` when [`connect`](UdpSocket::connect) was not called.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        sys::peer_addr(self.io.as_fd())
+    }
+
+    /// Wraps a std socket (it is made non-blocking, and on macOS `SO_NOSIGPIPE`).
+    ///
+    /// # Errors
+    /// As [`Async::new`].
+    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        let fd = OwnedFd::from(socket);
+        sys::set_nosigpipe(fd.as_fd())?;
+        Ok(UdpSocket {
+            io: Async::new(fd)?,
+        })
+    }
+
+    /// Deregisters and gives the socket back as a std socket, still non-blocking.
+    pub fn into_std(self) -> std::net::UdpSocket {
+        std::net::UdpSocket::from(self.io.into_inner())
+    }
+}
+
+impl TryFrom<std::net::UdpSocket> for UdpSocket {
+    type Error = io::Error;
+
+    fn try_from(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        UdpSocket::from_std(socket)
+    }
+}
+
+impl From<UdpSocket> for std::net::UdpSocket {
+    fn from(socket: UdpSocket) -> std::net::UdpSocket {
+        socket.into_std()
+    }
+}
+
+impl AsFd for UdpSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl AsRawFd for UdpSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("UdpSocket");
+        d.field("fd", &self.io.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("local", &addr);
+        }
+        if let Ok(addr) = self.peer_addr() {
+            d.field("peer", &addr);
+        }
+        d.field("io", &self.io).finish()
+    }
+}

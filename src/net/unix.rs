@@ -1,0 +1,763 @@
+//! Unix-domain sockets on the loop: [`UnixListener`], [`UnixStream`], [`UnixDatagram`],
+//! built on [`Async`], and their address type [`UnixSocketAddr`].
+//!
+//! Layer: `net`, on `async_fd.rs` and the syscalls of `evloop_sys::socket_more` (`AF_UNIX`
+//! socket, bind, connect, accept, sendto, recvfrom) and `evloop_sys::socket` (send, recv,
+//! shutdown, `SO_ERROR`). asyncio's counterparts are `create_unix_server` and
+//! `open_unix_connection`; std's are `std::os::unix::net::*`, whose method names these follow.
+//!
+//! ## The special problems this file handles
+//! - **Paths too long** (EDGE_CASES 58): a path that does not fit `sun_path` (107 usable bytes
+//!   on Linux, 103 on macOS) is an `InvalidInput` error *before* any socket is made; it is
+//!   never truncated (a truncated path would bind or connect somewhere else).
+//! - **A stale socket file at bind** (EDGE_CASES 58). A server that died leaves its socket
+//!   file, and `bind` then fails with `EADDRINUSE`. asyncio's `create_unix_server` removes
+//!   any existing *socket* file first, which also silently steals the path from a server that
+//!   is still running. Our rule: when `bind` says `AddrInUse`, and the path is a socket file
+//!   (checked with `lstat`, so a symlink is never followed), and a probe `connect` to it is
+//!   refused (nobody is bound to it: the file is stale), the file is removed and `bind` is
+//!   tried once more. A live socket, or a file of any other kind, gives `AddrInUse` and is
+//!   left alone. The probe of a live stream listener is one connection it accepts and sees
+//!   closed at once. Dropping a listener does not remove its file (as in std).
+//! - **Connect when the backlog is full**: a non-blocking `AF_UNIX` connect answers `EAGAIN`,
+//!   not `EINPROGRESS`, and no readiness of our socket says when the listener has room (it
+//!   is writable all along). [`UnixStream::connect`] therefore *retries*, sleeping 1 ms, then
+//!   2, 4... up to 64 ms between tries, until the listener accepts or refuses; wrap it in
+//!   [`timeout`](crate::timeout) to bound it (test `unix.rs::connect_waits_while_the_backlog_is_full`).
+//! - **Unnamed peers** (EDGE_CASES 58): the address of an unbound client or a `pair()` end is
+//!   [`UnixSocketAddr::is_unnamed`], not an empty path.
+//! - **Linux abstract names** (EDGE_CASES 58): `bind_abstract`/`connect_abstract` (a leading
+//!   NUL; no file is made, nothing to clean up).
+//! - **Datagrams** as in `udp.rs`: truncation detected by `recv_from_full`, an empty datagram
+//!   is data (EDGE_CASES 51, 57); sends never raise SIGPIPE (EDGE_CASES 53).
+//!
+//! Read `tests/unix.rs` next.
+
+use std::cell::Cell;
+use std::fmt;
+use std::io;
+use std::net::Shutdown;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use evloop_sys::socket as sys;
+use evloop_sys::socket::SockType;
+use evloop_sys::socket_more as unix;
+
+pub use evloop_sys::socket_more::UnixSocketAddr;
+
+use super::{Async, ACCEPT_RETRY_DELAY};
+
+/// The longest pause between two tries of a connect refused with `EAGAIN` (full backlog).
+const MAX_CONNECT_BACKOFF: Duration = Duration::from_millis(64);
+
+/// Retryable accept errors tried again at once before one is returned (as in `tcp.rs`).
+const MAX_ACCEPT_RETRIES: u32 = 64;
+
+fn running_loop() -> Option<crate::WeakEventLoop> {
+    crate::try_current().map(|lp| lp.downgrade())
+}
+
+/// Binds `fd` to `addr`, removing a *stale* socket file at its path first if `bind` says
+/// `AddrInUse` (the policy in the module header).
+fn bind_with_stale_check(
+    fd: BorrowedFd<'_>,
+    addr: &UnixSocketAddr,
+    ty: SockType,
+) -> io::Result<()> {
+    let err = match unix::bind_unix(fd, addr) {
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => e,
+        other => return other,
+    };
+    let Some(path) = addr.as_pathname() else {
+        return Err(io::Error::new(
+            err.kind(),
+            format!("binding {addr:?}: the abstract name is taken: {err}"),
+        ));
+    };
+    let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+    if !is_socket {
+        return Err(io::Error::new(
+            err.kind(),
+            format!("binding {path:?}: a file that is not a socket is there (left alone): {err}"),
+        ));
+    }
+    let probe = unix::unix_socket(ty)?;
+    match unix::connect_unix(probe.as_fd(), addr) {
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+            // Nobody is bound to that file: a previous run's leftover.
+            std::fs::remove_file(path)?;
+            unix::bind_unix(fd, addr)
+        }
+        _ => Err(io::Error::new(
+            err.kind(),
+            format!("binding {path:?}: a live socket is bound there: {err}"),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Listener
+
+/// A Unix stream socket listening for connections (asyncio's `create_unix_server` socket;
+/// std's `UnixListener`).
+///
+/// # Examples
+///
+/// ```
+/// use evloop::net::{UnixListener, UnixStream};
+///
+/// let dir = std::env::temp_dir().join(format!("evloop-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("echo.sock");
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let listener = UnixListener::bind(&path)?;
+///     let client = UnixStream::connect(&path).await?;
+///     let (server, peer) = listener.accept().await?;
+///     assert!(peer.is_unnamed());
+///     client.write_all(b"hi").await?;
+///     let mut buf = [0u8; 2];
+///     server.read_exact(&mut buf).await?;
+///     assert_eq!(&buf, b"hi");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct UnixListener {
+    io: Async<OwnedFd>,
+    /// After running out of fds: no accept before this instant (EDGE_CASES 56).
+    paused_until: Cell<Option<Instant>>,
+}
+
+impl UnixListener {
+    /// Binds a listener to the file `path` (backlog 1024), removing a stale socket file
+    /// first as the module header describes.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a path too long for `sun_path` (nothing is created); `AddrInUse`
+    /// when a live socket or a non-socket file is at the path; `NotFound`/`PermissionDenied`
+    /// for the directory; `EMFILE`.
+    pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
+        UnixListener::bind_addr(&UnixSocketAddr::from_pathname(path)?)
+    }
+
+    /// Binds a listener to the Linux abstract name `name` (no file is made).
+    ///
+    /// # Errors
+    /// `AddrInUse` when the name is taken; `InvalidInput` for a name over 107 bytes.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub fn bind_abstract(name: &[u8]) -> io::Result<UnixListener> {
+        UnixListener::bind_addr(&UnixSocketAddr::from_abstract_name(name)?)
+    }
+
+    /// Binds a listener to `addr` (a path or an abstract name).
+    ///
+    /// # Errors
+    /// As [`bind`](UnixListener::bind).
+    pub fn bind_addr(addr: &UnixSocketAddr) -> io::Result<UnixListener> {
+        let fd = unix::unix_socket(SockType::Stream)?;
+        bind_with_stale_check(fd.as_fd(), addr, SockType::Stream)?;
+        sys::listen(fd.as_fd(), 1024)?;
+        Ok(UnixListener::from_fd(fd))
+    }
+
+    fn from_fd(fd: OwnedFd) -> UnixListener {
+        UnixListener {
+            io: Async::from_nonblocking(running_loop(), fd),
+            paused_until: Cell::new(None),
+        }
+    }
+
+    /// Accepts one connection: the stream and the peer's address (unnamed unless the client
+    /// bound its socket). Waits while none is pending. Cancel-safe: a dropped `accept` loses
+    /// no connection.
+    ///
+    /// # Errors
+    /// Out of fds (`EMFILE`...): returned, and the next call first waits
+    /// [`ACCEPT_RETRY_DELAY`] without watching the listener (EDGE_CASES 56).
+    /// `ECONNABORTED` is retried (EDGE_CASES 55). The loop closed or dropped.
+    pub async fn accept(&self) -> io::Result<(UnixStream, UnixSocketAddr)> {
+        if let Some(until) = self.paused_until.take() {
+            crate::sleep_until(until).await;
+        }
+        let mut retries = 0;
+        loop {
+            match unix::accept_unix(self.io.as_fd()) {
+                Ok((fd, peer)) => {
+                    let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
+                    return Ok((UnixStream::from_parts(event_loop, fd), peer));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.readable().await?,
+                Err(e) if sys::is_accept_retryable(&e) && retries < MAX_ACCEPT_RETRIES => {
+                    retries += 1;
+                }
+                Err(e) => {
+                    if sys::is_out_of_fds(&e) {
+                        self.paused_until
+                            .set(Some(Instant::now() + ACCEPT_RETRY_DELAY));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// The address the listener is bound to.
+    ///
+    /// # Errors
+    /// The OS error of `getsockname` (rare).
+    pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
+        unix::unix_local_addr(self.io.as_fd())
+    }
+
+    /// Wraps a std listener (it is made non-blocking).
+    ///
+    /// # Errors
+    /// As [`Async::new`].
+    pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
+        Ok(UnixListener {
+            io: Async::new(OwnedFd::from(listener))?,
+            paused_until: Cell::new(None),
+        })
+    }
+
+    /// Deregisters and gives the socket back as a std listener, still non-blocking.
+    pub fn into_std(self) -> std::os::unix::net::UnixListener {
+        std::os::unix::net::UnixListener::from(self.io.into_inner())
+    }
+}
+
+impl AsFd for UnixListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl AsRawFd for UnixListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for UnixListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("UnixListener");
+        d.field("fd", &self.io.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("addr", &addr);
+        }
+        d.field("paused", &self.paused_until.get().is_some())
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Stream
+
+/// A connected Unix stream socket (std's `UnixStream`).
+///
+/// As [`TcpStream`](super::TcpStream): every method takes `&self`, one task may read while
+/// another writes, a read that finds data costs one `recv`. Dropping a pending read removes
+/// its interest (EDGE_CASES 65; test `unix.rs::edge_65_cancelling_a_task_blocked_in_read_removes_its_interest`).
+///
+/// # Examples
+///
+/// ```
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let (a, b) = evloop::net::UnixStream::pair()?;
+///     a.write_all(b"ping").await?;
+///     let mut buf = [0u8; 4];
+///     b.read_exact(&mut buf).await?;
+///     assert_eq!(&buf, b"ping");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct UnixStream {
+    io: Async<OwnedFd>,
+}
+
+impl UnixStream {
+    fn from_parts(event_loop: Option<crate::WeakEventLoop>, fd: OwnedFd) -> UnixStream {
+        UnixStream {
+            io: Async::from_nonblocking(event_loop, fd),
+        }
+    }
+
+    /// Connects to the socket file `path`. When the listener's backlog is full (`EAGAIN`),
+    /// it retries with a growing sleep (1 ms up to 64 ms) until the listener takes the
+    /// connection or refuses; see the module header. Dropping the future closes the socket.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a path too long (no socket is made); `NotFound` when nothing is at
+    /// the path; `ConnectionRefused` when nobody listens there (a stale file); `EMFILE`.
+    pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+        UnixStream::connect_addr(&UnixSocketAddr::from_pathname(path)?).await
+    }
+
+    /// Connects to the Linux abstract name `name`.
+    ///
+    /// # Errors
+    /// `ConnectionRefused` when nobody listens on the name; as [`connect`](UnixStream::connect).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub async fn connect_abstract(name: &[u8]) -> io::Result<UnixStream> {
+        UnixStream::connect_addr(&UnixSocketAddr::from_abstract_name(name)?).await
+    }
+
+    /// Connects to `addr` (a path or an abstract name). As [`connect`](UnixStream::connect).
+    ///
+    /// # Errors
+    /// As [`connect`](UnixStream::connect).
+    pub async fn connect_addr(addr: &UnixSocketAddr) -> io::Result<UnixStream> {
+        let fd = unix::unix_socket(SockType::Stream)?;
+        let stream = UnixStream::from_parts(running_loop(), fd);
+        let mut backoff = Duration::from_millis(1);
+        loop {
+            match unix::connect_unix(stream.io.as_fd(), addr) {
+                Ok(true) => return Ok(stream),
+                Ok(false) => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Full backlog: nothing on our fd will say when to retry.
+                    crate::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_CONNECT_BACKOFF);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // In progress (not seen on Linux for AF_UNIX, possible elsewhere): as for TCP.
+        loop {
+            stream.io.writable().await?;
+            if let Some(e) = sys::take_error(stream.io.as_fd())? {
+                return Err(e);
+            }
+            match unix::unix_peer_addr(stream.io.as_fd()) {
+                Ok(_) => return Ok(stream),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A connected pair of unnamed streams (`socketpair`), non-blocking and close-on-exec.
+    ///
+    /// # Errors
+    /// `EMFILE`/`ENFILE`.
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = unix::unix_pair(SockType::Stream)?;
+        let event_loop = running_loop();
+        Ok((
+            UnixStream::from_parts(event_loop.clone(), a),
+            UnixStream::from_parts(event_loop, b),
+        ))
+    }
+
+    /// Reads at most `buf.len()` bytes, waiting until at least one is there. `Ok(0)` with a
+    /// non-empty `buf` is end of stream; an empty `buf` returns `Ok(0)` at once without a
+    /// syscall (EDGE_CASES 51).
+    ///
+    /// # Errors
+    /// `ConnectionReset`; the loop closed or dropped.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.io.read_with(|fd| sys::recv(fd.as_fd(), buf)).await
+    }
+
+    /// Reads exactly `buf.len()` bytes.
+    ///
+    /// # Errors
+    /// `UnexpectedEof` if the stream ends first; as [`read`](UnixStream::read).
+    pub async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read(buf).await? {
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the stream ended before the buffer was filled",
+                    ))
+                }
+                n => buf = &mut buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes at most `buf.len()` bytes, waiting until at least one can be written. An empty
+    /// `buf` returns `Ok(0)` at once.
+    ///
+    /// # Errors
+    /// `BrokenPipe` when the peer closed or after our `shutdown(Write)`; never SIGPIPE
+    /// (EDGE_CASES 53).
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+    }
+
+    /// Writes all of `buf` in order, across partial writes. Not cancel-safe (an unknown prefix
+    /// may have been sent).
+    ///
+    /// # Errors
+    /// As [`write`](UnixStream::write); `WriteZero` if the kernel accepts nothing.
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write(buf).await? {
+                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                n => buf = &buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// Shuts down the read side, the write side or both. After `Write` the peer reads EOF.
+    ///
+    /// # Errors
+    /// `NotConnected`.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        sys::shutdown(self.io.as_fd(), how)
+    }
+
+    /// Waits until the stream is reported readable. See [`Async::readable`].
+    ///
+    /// # Errors
+    /// As [`Async::readable`].
+    pub async fn readable(&self) -> io::Result<()> {
+        self.io.readable().await
+    }
+
+    /// Waits until the stream is reported writable. See [`Async::writable`].
+    ///
+    /// # Errors
+    /// As [`Async::readable`].
+    pub async fn writable(&self) -> io::Result<()> {
+        self.io.writable().await
+    }
+
+    /// Reads and clears the pending socket error (`SO_ERROR`).
+    ///
+    /// # Errors
+    /// The OS error of `getsockopt` (rare).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        sys::take_error(self.io.as_fd())
+    }
+
+    /// Our end's address (unnamed unless bound).
+    ///
+    /// # Errors
+    /// The OS error of `getsockname` (rare).
+    pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
+        unix::unix_local_addr(self.io.as_fd())
+    }
+
+    /// The peer's address (unnamed for a `pair()` end or an unbound client).
+    ///
+    /// # Errors
+    /// `NotConnected`.
+    pub fn peer_addr(&self) -> io::Result<UnixSocketAddr> {
+        unix::unix_peer_addr(self.io.as_fd())
+    }
+
+    /// Wraps a connected std stream (made non-blocking; on macOS `SO_NOSIGPIPE`).
+    ///
+    /// # Errors
+    /// As [`Async::new`].
+    pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+        let fd = OwnedFd::from(stream);
+        sys::set_nosigpipe(fd.as_fd())?;
+        Ok(UnixStream {
+            io: Async::new(fd)?,
+        })
+    }
+
+    /// Deregisters and gives the socket back as a std stream, still non-blocking.
+    pub fn into_std(self) -> std::os::unix::net::UnixStream {
+        std::os::unix::net::UnixStream::from(self.io.into_inner())
+    }
+}
+
+impl AsFd for UnixStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl AsRawFd for UnixStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for UnixStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("UnixStream");
+        d.field("fd", &self.io.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("local", &addr);
+        }
+        if let Ok(addr) = self.peer_addr() {
+            d.field("peer", &addr);
+        }
+        d.field("io", &self.io).finish()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Datagram
+
+/// A Unix datagram socket (std's `UnixDatagram`): bound to a path or an abstract name,
+/// unbound, or one end of a pair.
+///
+/// Datagrams keep their boundaries; a receive into a short buffer truncates (see
+/// [`recv_from_full`](UnixDatagram::recv_from_full)); an empty datagram is data. The sender
+/// of a datagram from an unbound socket is [unnamed](UnixSocketAddr::is_unnamed) and cannot
+/// be answered (EDGE_CASES 58).
+///
+/// # Examples
+///
+/// ```
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.run_until_complete(async {
+///     let (a, b) = evloop::net::UnixDatagram::pair()?;
+///     a.send(b"one").await?;
+///     a.send(b"").await?;
+///     let mut buf = [0u8; 8];
+///     assert_eq!(b.recv(&mut buf).await?, 3);
+///     assert_eq!(b.recv(&mut buf).await?, 0, "an empty datagram, not EOF");
+///     Ok::<(), std::io::Error>(())
+/// })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct UnixDatagram {
+    io: Async<OwnedFd>,
+}
+
+impl UnixDatagram {
+    fn from_fd(fd: OwnedFd) -> UnixDatagram {
+        UnixDatagram {
+            io: Async::from_nonblocking(running_loop(), fd),
+        }
+    }
+
+    /// Binds a datagram socket to the file `path` (a stale socket file is removed as the
+    /// module header describes).
+    ///
+    /// # Errors
+    /// As [`UnixListener::bind`].
+    pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
+        UnixDatagram::bind_addr(&UnixSocketAddr::from_pathname(path)?)
+    }
+
+    /// Binds a datagram socket to the Linux abstract name `name`.
+    ///
+    /// # Errors
+    /// `AddrInUse` when the name is taken.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub fn bind_abstract(name: &[u8]) -> io::Result<UnixDatagram> {
+        UnixDatagram::bind_addr(&UnixSocketAddr::from_abstract_name(name)?)
+    }
+
+    /// Binds a datagram socket to `addr`.
+    ///
+    /// # Errors
+    /// As [`UnixListener::bind`].
+    pub fn bind_addr(addr: &UnixSocketAddr) -> io::Result<UnixDatagram> {
+        let fd = unix::unix_socket(SockType::Datagram)?;
+        bind_with_stale_check(fd.as_fd(), addr, SockType::Datagram)?;
+        Ok(UnixDatagram::from_fd(fd))
+    }
+
+    /// An unbound datagram socket: it can send (its datagrams arrive from an unnamed
+    /// address) and receive only after [`connect`](UnixDatagram::connect) or from a peer
+    /// that knows it through a pair.
+    ///
+    /// # Errors
+    /// `EMFILE`/`ENFILE`.
+    pub fn unbound() -> io::Result<UnixDatagram> {
+        Ok(UnixDatagram::from_fd(unix::unix_socket(
+            SockType::Datagram,
+        )?))
+    }
+
+    /// A connected pair of unnamed datagram sockets.
+    ///
+    /// # Errors
+    /// `EMFILE`/`ENFILE`.
+    pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
+        let (a, b) = unix::unix_pair(SockType::Datagram)?;
+        Ok((UnixDatagram::from_fd(a), UnixDatagram::from_fd(b)))
+    }
+
+    /// Sets the default peer to the socket at `path`: [`send`](UnixDatagram::send) goes
+    /// there and only its datagrams are received. Immediate.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a path too long; `NotFound`; `ConnectionRefused` when nothing is
+    /// bound there.
+    pub fn connect(&self, path: impl AsRef<Path>) -> io::Result<()> {
+        self.connect_addr(&UnixSocketAddr::from_pathname(path)?)
+    }
+
+    /// Sets the default peer to the Linux abstract name `name`.
+    ///
+    /// # Errors
+    /// `ConnectionRefused` when nothing is bound to the name.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub fn connect_abstract(&self, name: &[u8]) -> io::Result<()> {
+        self.connect_addr(&UnixSocketAddr::from_abstract_name(name)?)
+    }
+
+    /// Sets the default peer to `addr`.
+    ///
+    /// # Errors
+    /// As [`connect`](UnixDatagram::connect).
+    pub fn connect_addr(&self, addr: &UnixSocketAddr) -> io::Result<()> {
+        unix::connect_unix(self.io.as_fd(), addr).map(|_| ())
+    }
+
+    /// Sends one datagram to the socket at `path`, waiting while the receiver's queue (or our
+    /// buffer) is full.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a path too long; `ConnectionRefused`/`NotFound` when nothing is
+    /// bound there; `EMSGSIZE` for a datagram over the limit.
+    pub async fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
+        self.send_to_addr(buf, &UnixSocketAddr::from_pathname(path)?)
+            .await
+    }
+
+    /// Sends one datagram to `addr` (a path, an abstract name, or an address a receive gave).
+    ///
+    /// # Errors
+    /// As [`send_to`](UnixDatagram::send_to); sending to an unnamed address fails (there is
+    /// no way to reach it).
+    pub async fn send_to_addr(&self, buf: &[u8], addr: &UnixSocketAddr) -> io::Result<usize> {
+        self.io
+            .write_with(|fd| unix::send_to_unix(fd.as_fd(), buf, addr))
+            .await
+    }
+
+    /// Receives one datagram and its sender's address (unnamed for an unbound sender). A
+    /// longer datagram is truncated silently; `Ok((0, _))` is an empty datagram.
+    ///
+    /// # Errors
+    /// The loop closed or dropped.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, UnixSocketAddr)> {
+        let (n, addr, _) = self.recv_from_full(buf).await?;
+        Ok((n, addr))
+    }
+
+    /// As [`recv_from`](UnixDatagram::recv_from), and says whether the datagram was
+    /// truncated: `(bytes in buf, sender, truncated)` (EDGE_CASES 57).
+    ///
+    /// # Errors
+    /// As [`recv_from`](UnixDatagram::recv_from).
+    pub async fn recv_from_full(
+        &self,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, UnixSocketAddr, bool)> {
+        let (got, addr) = self
+            .io
+            .read_with(|fd| unix::recv_from_unix(fd.as_fd(), buf))
+            .await?;
+        Ok((got.len, addr, got.truncated))
+    }
+
+    /// Sends one datagram to the connected peer.
+    ///
+    /// # Errors
+    /// `NotConnected`; `ConnectionRefused` when the peer is gone.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+    }
+
+    /// Receives one datagram from the connected peer (truncated silently if longer).
+    ///
+    /// # Errors
+    /// The loop closed or dropped.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(self.recv_full(buf).await?.0)
+    }
+
+    /// As [`recv`](UnixDatagram::recv), and says whether the datagram was truncated.
+    ///
+    /// # Errors
+    /// As [`recv`](UnixDatagram::recv).
+    pub async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+        let got = self.io.read_with(|fd| unix::recv(fd.as_fd(), buf)).await?;
+        Ok((got.len, got.truncated))
+    }
+
+    /// Shuts down the read side, the write side or both.
+    ///
+    /// # Errors
+    /// `NotConnected` on some systems for an unconnected socket.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        sys::shutdown(self.io.as_fd(), how)
+    }
+
+    /// Our address (unnamed when unbound).
+    ///
+    /// # Errors
+    /// The OS error of `getsockname` (rare).
+    pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
+        unix::unix_local_addr(self.io.as_fd())
+    }
+
+    /// The connected peer's address.
+    ///
+    /// # Errors
+    /// `NotConnected` when not connected.
+    pub fn peer_addr(&self) -> io::Result<UnixSocketAddr> {
+        unix::unix_peer_addr(self.io.as_fd())
+    }
+
+    /// Wraps a std datagram socket (made non-blocking; on macOS `SO_NOSIGPIPE`).
+    ///
+    /// # Errors
+    /// As [`Async::new`].
+    pub fn from_std(socket: std::os::unix::net::UnixDatagram) -> io::Result<UnixDatagram> {
+        let fd = OwnedFd::from(socket);
+        sys::set_nosigpipe(fd.as_fd())?;
+        Ok(UnixDatagram {
+            io: Async::new(fd)?,
+        })
+    }
+
+    /// Deregisters and gives the socket back as a std socket, still non-blocking.
+    pub fn into_std(self) -> std::os::unix::net::UnixDatagram {
+        std::os::unix::net::UnixDatagram::from(self.io.into_inner())
+    }
+}
+
+impl AsFd for UnixDatagram {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl AsRawFd for UnixDatagram {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.as_raw_fd()
+    }
+}
+
+impl fmt::Debug for UnixDatagram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("UnixDatagram");
+        d.field("fd", &self.io.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("local", &addr);
+        }
+        if let Ok(addr) = self.peer_addr() {
+            d.field("peer", &addr);
+        }
+        d.field("io", &self.io).finish()
+    }
+}
