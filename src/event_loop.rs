@@ -664,6 +664,12 @@ impl EventLoop {
         self.inner.stopping.set(true);
     }
 
+    /// The number of the current (or last) iteration: readiness futures use it to tell a
+    /// report collected before they parked from one collected after (`src/net/async_fd.rs`).
+    pub(crate) fn iteration(&self) -> u64 {
+        self.inner.stats.iterations.get()
+    }
+
     /// Whether the loop is inside `run_*`.
     pub fn is_running(&self) -> bool {
         self.inner.running.get()

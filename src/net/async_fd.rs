@@ -54,14 +54,23 @@ enum Side {
     Write,
 }
 
+/// A task waiting for one direction: its future's id, its waker, and the iteration in which
+/// it parked.
+struct Waiter {
+    id: u64,
+    waker: Waker,
+    parked: u64,
+}
+
 /// The waiters of one direction (readable or writable) of one fd.
 #[derive(Default)]
 struct Direction {
-    /// Tasks waiting now, each under the id its future drew. Usually zero or one entry.
-    waiters: RefCell<Vec<(u64, Waker)>>,
+    /// Tasks waiting now, each under the id its future drew, with the loop iteration in which
+    /// it started waiting. Usually zero or one entry.
+    waiters: RefCell<Vec<Waiter>>,
     /// An empty list with capacity, swapped with `waiters` when the fd fires, so waking
     /// allocates nothing and holds no borrow while wakers run.
-    spare: RefCell<Vec<(u64, Waker)>>,
+    spare: RefCell<Vec<Waiter>>,
     /// Whether our reader (or writer) is registered with the loop.
     registered: Cell<bool>,
 }
@@ -135,12 +144,39 @@ impl State {
         }
     }
 
-    /// The reader or writer callback: wake every waiter; with none, stop watching.
+    /// The reader or writer callback: wake every waiter that was waiting when this
+    /// iteration's poll saw the fd ready; with no waiter at all, stop watching.
+    ///
+    /// ## The special problem of the stale report
+    /// A task woken by this callback runs in the *next* iteration, after one more poll, and
+    /// that poll still sees the fd ready (the task has not read yet). So the callback fires
+    /// again in that iteration — after the task has read, answered and parked again, finding
+    /// nothing to read. Waking it for that report would cost a useless step and a `recv` that
+    /// gets `EAGAIN` on every message. A waiter that parked during *this* iteration parked
+    /// after this iteration's poll: the report predates it, so it stays parked; the fd is
+    /// level-triggered, and if it is still (or again) ready the next poll says so.
     fn fire(&self, event_loop: &EventLoop, side: Side) {
         let dir = self.direction(side);
+        let now = event_loop.iteration();
         let mut woken = std::mem::take(&mut *dir.spare.borrow_mut());
-        std::mem::swap(&mut *dir.waiters.borrow_mut(), &mut woken);
-        if woken.is_empty() {
+        let still_waiting = {
+            let mut waiters = dir.waiters.borrow_mut();
+            if waiters.iter().all(|w| w.parked < now) {
+                std::mem::swap(&mut *waiters, &mut woken);
+            } else {
+                // Keep the waiters that parked after this iteration's poll.
+                let mut i = 0;
+                while i < waiters.len() {
+                    if waiters[i].parked < now {
+                        woken.push(waiters.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            !waiters.is_empty()
+        };
+        if woken.is_empty() && !still_waiting {
             // Readiness nobody waits for (the last waiter was served, or left): stop the
             // level-triggered fd from queueing us every iteration.
             dir.registered.set(false);
@@ -149,10 +185,10 @@ impl State {
                 Side::Write => event_loop.remove_writer(self.fd),
             };
         }
-        for (_, waker) in woken.drain(..) {
+        for w in woken.drain(..) {
             // Calls user code (a waker); no borrow is held. It may poll a wait of this fd
             // again, which then finds its id gone and completes.
-            waker.wake();
+            w.waker.wake();
         }
         let mut spare = dir.spare.borrow_mut();
         if spare.capacity() < woken.capacity() {
@@ -442,11 +478,11 @@ impl Future for Readiness<'_> {
         let dir = state.direction(self.side);
         if let Some(id) = self.id {
             let mut waiters = dir.waiters.borrow_mut();
-            return match waiters.iter_mut().find(|(i, _)| *i == id) {
-                Some((_, waker)) => {
+            return match waiters.iter_mut().find(|w| w.id == id) {
+                Some(w) => {
                     // Still waiting (someone else woke the task): keep the newest waker.
-                    if !waker.will_wake(cx.waker()) {
-                        *waker = cx.waker().clone();
+                    if !w.waker.will_wake(cx.waker()) {
+                        w.waker = cx.waker().clone();
                     }
                     Poll::Pending
                 }
@@ -465,7 +501,12 @@ impl Future for Readiness<'_> {
         }
         let id = state.next_id.get();
         state.next_id.set(id.wrapping_add(1));
-        dir.waiters.borrow_mut().push((id, cx.waker().clone()));
+        let parked = state.event_loop().map_or(0, |l| l.iteration());
+        dir.waiters.borrow_mut().push(Waiter {
+            id,
+            waker: cx.waker().clone(),
+            parked,
+        });
         self.id = Some(id);
         Poll::Pending
     }
@@ -479,7 +520,7 @@ impl Drop for Readiness<'_> {
         let dir = self.state.direction(self.side);
         let now_empty = {
             let mut waiters = dir.waiters.borrow_mut();
-            if let Some(pos) = waiters.iter().position(|(i, _)| *i == id) {
+            if let Some(pos) = waiters.iter().position(|w| w.id == id) {
                 waiters.swap_remove(pos);
             }
             waiters.is_empty()
