@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::future::Future;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
@@ -336,6 +337,46 @@ per_backend! {
         })
         .unwrap()
         .unwrap();
+    }
+
+    fn a_woken_task_is_not_woken_again_by_the_stale_report_of_its_own_data(backend: Backend) {
+        // The server task is woken by its reader, runs one iteration later (after one more
+        // poll that still saw its data), reads, echoes and parks again. That poll's report
+        // predates the park and must not wake it a second time: one step per round trip.
+        let _g = shared();
+        let lp = new_loop(backend);
+        let polls = Rc::new(std::cell::Cell::new(0u64));
+        let p = polls.clone();
+        lp.run_until_complete(async move {
+            let (client, server) = connected_pair().await?;
+            let mut server_loop = Box::pin(async move {
+                let mut buf = [0u8; 64];
+                loop {
+                    let n = server.read(&mut buf).await?;
+                    if n == 0 {
+                        return Ok::<(), io::Error>(());
+                    }
+                    server.write_all(&buf[..n]).await?;
+                }
+            });
+            // Count the server task's steps (polls).
+            let echo = evloop::spawn(std::future::poll_fn(move |cx| {
+                p.set(p.get() + 1);
+                server_loop.as_mut().poll(cx)
+            }));
+            for _ in 0..20 {
+                client.write_all(&[7u8; 64]).await?;
+                let mut back = [0u8; 64];
+                client.read_exact(&mut back).await?;
+            }
+            client.shutdown(Shutdown::Write)?;
+            echo.await.unwrap()
+        })
+        .unwrap()
+        .unwrap();
+        // First step, one per message, one for EOF: 22. A stale wake-up would add one step
+        // (a recv that gets EAGAIN) per message.
+        assert!(polls.get() <= 23, "{} server steps for 20 round trips", polls.get());
     }
 
     fn steady_state_reads_make_no_interest_changes(backend: Backend) {
