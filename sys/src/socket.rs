@@ -51,7 +51,7 @@ pub struct SockAddr {
 
 impl SockAddr {
     /// An empty address with room for any family, for the kernel to fill in.
-    fn empty() -> SockAddr {
+    pub(crate) fn empty() -> SockAddr {
         SockAddr {
             // SAFETY: sockaddr_storage is plain integers and byte arrays: all-zero is valid.
             storage: unsafe { std::mem::zeroed() },
@@ -150,12 +150,25 @@ impl SockAddr {
         self.len == 0
     }
 
-    fn as_ptr(&self) -> *const libc::sockaddr {
+    pub(crate) fn as_ptr(&self) -> *const libc::sockaddr {
         (&self.storage as *const libc::sockaddr_storage).cast()
     }
 
-    fn as_mut_ptr(&mut self) -> *mut libc::sockaddr {
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut libc::sockaddr {
         (&mut self.storage as *mut libc::sockaddr_storage).cast()
+    }
+
+    /// The length as the kernel takes it.
+    pub(crate) fn socklen(&self) -> libc::socklen_t {
+        self.len
+    }
+
+    /// The storage pointer and the length, for a call that fills both in (`recvfrom`).
+    pub(crate) fn as_mut_parts(&mut self) -> (*mut libc::sockaddr, &mut libc::socklen_t) {
+        (
+            (&mut self.storage as *mut libc::sockaddr_storage).cast(),
+            &mut self.len,
+        )
     }
 }
 

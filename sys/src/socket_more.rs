@@ -24,9 +24,7 @@
 //! - **Every new fd is close-on-exec and non-blocking atomically** (EDGE_CASES 60), as in
 //!   `socket.rs`; macOS sets the flags right after creation.
 //!
-//! The IP address conversion here (`ip_to_c`, `ip_from_c`) repeats the one of
-//! `socket::SockAddr`, whose storage and length are private to `socket.rs`: exposing
-//! `SockAddr`'s pointer and length to the crate would let this file drop its copy.
+//! IP addresses go through `socket::SockAddr`, the one conversion of the crate.
 //!
 //! Read next: `src/net/udp.rs`, `src/net/unix.rs`.
 
@@ -34,13 +32,13 @@ use std::ffi::OsStr;
 use std::fmt;
 use std::io;
 use std::mem::{offset_of, size_of};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::cvt::cvt;
-use crate::socket::SockType;
+use crate::socket::{SockAddr, SockType};
 
 /// The flags of every send here: `MSG_NOSIGNAL` where it exists (EDGE_CASES 53).
 #[cfg(not(target_vendor = "apple"))]
@@ -187,79 +185,6 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Received> {
 // ---------------------------------------------------------------------------------------
 // IP datagrams
 
-/// `SocketAddr` to the C layout, into `storage`; returns the length.
-fn ip_to_c(addr: &SocketAddr, storage: &mut libc::sockaddr_storage) -> libc::socklen_t {
-    match addr {
-        SocketAddr::V4(a) => {
-            // SAFETY: sockaddr_in is plain integers: all-zero is valid (and sets the BSDs'
-            // `sin_len`, which the kernel takes from the length argument).
-            let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-            sin.sin_family = libc::AF_INET as libc::sa_family_t;
-            sin.sin_port = a.port().to_be();
-            sin.sin_addr = libc::in_addr {
-                s_addr: u32::from_ne_bytes(a.ip().octets()),
-            };
-            let dst = (storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>();
-            // SAFETY: sockaddr_storage is larger than and aligned at least as strictly as
-            // sockaddr_in, and `dst` points at the caller's storage.
-            unsafe { dst.write(sin) };
-            size_of::<libc::sockaddr_in>() as libc::socklen_t
-        }
-        SocketAddr::V6(a) => {
-            // SAFETY: sockaddr_in6 is plain integers and bytes: all-zero is valid.
-            let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-            sin6.sin6_port = a.port().to_be();
-            sin6.sin6_flowinfo = a.flowinfo().to_be();
-            sin6.sin6_addr = libc::in6_addr {
-                s6_addr: a.ip().octets(),
-            };
-            sin6.sin6_scope_id = a.scope_id();
-            let dst = (storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>();
-            // SAFETY: as above, for sockaddr_in6.
-            unsafe { dst.write(sin6) };
-            size_of::<libc::sockaddr_in6>() as libc::socklen_t
-        }
-    }
-}
-
-/// The C layout to `SocketAddr`.
-fn ip_from_c(storage: &libc::sockaddr_storage, len: libc::socklen_t) -> io::Result<SocketAddr> {
-    let len = len as usize;
-    match libc::c_int::from(storage.ss_family) {
-        libc::AF_INET if len >= size_of::<libc::sockaddr_in>() => {
-            let src = (storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>();
-            // SAFETY: the family says the storage holds a sockaddr_in, the length covers it,
-            // and sockaddr_storage is aligned for it.
-            let sin = unsafe { src.read() };
-            Ok(SocketAddr::V4(SocketAddrV4::new(
-                Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes()),
-                u16::from_be(sin.sin_port),
-            )))
-        }
-        libc::AF_INET6 if len >= size_of::<libc::sockaddr_in6>() => {
-            let src = (storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>();
-            // SAFETY: as above, for sockaddr_in6.
-            let sin6 = unsafe { src.read() };
-            Ok(SocketAddr::V6(SocketAddrV6::new(
-                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
-                u16::from_be(sin6.sin6_port),
-                u32::from_be(sin6.sin6_flowinfo),
-                sin6.sin6_scope_id,
-            )))
-        }
-        family => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("not an IPv4 or IPv6 socket address (family {family}, length {len})"),
-        )),
-    }
-}
-
-fn empty_storage() -> libc::sockaddr_storage {
-    // SAFETY: sockaddr_storage is plain integers and byte arrays: all-zero is valid.
-    unsafe { std::mem::zeroed() }
-}
-
 /// Sends one datagram to `addr` (`sendto`), never raising SIGPIPE. A zero-length `buf` sends
 /// an empty datagram.
 ///
@@ -290,11 +215,10 @@ fn empty_storage() -> libc::sockaddr_storage {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
-    let mut storage = empty_storage();
-    let len = ip_to_c(addr, &mut storage);
-    let ptr = (&storage as *const libc::sockaddr_storage).cast::<libc::sockaddr>();
+    let to = SockAddr::from_std(addr);
+    let (ptr, len) = (to.as_ptr(), to.socklen());
     // SAFETY: `buf` is readable for `buf.len()` bytes and `ptr` points at a valid sockaddr of
-    // `len` bytes, both for the whole call.
+    // `len` bytes (`to` lives until the end of the function), both for the whole call.
     let n = cvt(unsafe {
         libc::sendto(
             fd.as_raw_fd(),
@@ -314,12 +238,12 @@ pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SocketAddr) -> io::Result<
 /// `WouldBlock` when none is queued; `ConnectionRefused` on a connected socket after an ICMP
 /// port-unreachable (once; EDGE_CASES 57).
 pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, SocketAddr)> {
-    let mut storage = empty_storage();
-    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    let ptr = (&mut storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr>();
-    // SAFETY: `ptr` points at `storage`, writable for `len` bytes, which outlives the call.
-    let got = unsafe { recv_raw(fd, buf, ptr, &mut len) }?;
-    Ok((got, ip_from_c(&storage, len)?))
+    let mut from = SockAddr::empty();
+    let (ptr, len) = from.as_mut_parts();
+    // SAFETY: `ptr` points at `from`'s storage, writable for `*len` bytes, which outlives the
+    // call; the kernel writes the sender's address and its length there.
+    let got = unsafe { recv_raw(fd, buf, ptr, len) }?;
+    Ok((got, from.to_std()?))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -813,11 +737,9 @@ mod tests {
         assert_eq!((got.len, got.truncated), (5, false));
         assert_eq!(&buf[..5], b"hello");
         assert_eq!(from, crate::socket::local_addr(a.as_fd()).unwrap());
-        let mut storage = empty_storage();
         for addr in ["127.0.0.1:9", "[::1]:443"] {
             let addr: SocketAddr = addr.parse().unwrap();
-            let len = ip_to_c(&addr, &mut storage);
-            assert_eq!(ip_from_c(&storage, len).unwrap(), addr);
+            assert_eq!(SockAddr::from_std(&addr).to_std().unwrap(), addr);
         }
     }
 }
