@@ -8,6 +8,25 @@
 //! `async_fd.rs` first, then `tcp.rs`, `udp.rs`, `unix.rs`, then `stream.rs` (asyncio's
 //! `streams.py`).
 
+/// `AsFd` and `AsRawFd` for a socket type whose `io` field is an `Async<OwnedFd>`.
+macro_rules! fd_traits {
+    ($t:ty) => {
+        impl std::os::fd::AsFd for $t {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(&self.io)
+            }
+        }
+
+        impl std::os::fd::AsRawFd for $t {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(&self.io)
+            }
+        }
+    };
+}
+use fd_traits;
+
+mod accept;
 mod async_fd;
 mod stream;
 mod tcp;

@@ -30,11 +30,12 @@
 use std::fmt;
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::time::{Duration, Instant};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::Duration;
 
 use evloop_sys::socket as sys;
 
+use super::accept::AcceptPolicy;
 use super::Async;
 
 /// How long [`TcpListener::accept`] stops watching the listener after running out of fds
@@ -46,11 +47,6 @@ pub const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 /// How many connections [`TcpListener::accept`] hands out back to back without waiting before
 /// it yields to the loop once, so a flood of connections cannot starve other tasks.
 pub const MAX_ACCEPTS_PER_YIELD: u32 = 128;
-
-/// Retryable accept errors (`ECONNABORTED`...) tried again at once before one is returned:
-/// enough for a burst of aborted connections, bounded so that an fd answering such an error
-/// forever cannot spin the loop.
-const MAX_ACCEPT_RETRIES: u32 = 64;
 
 /// Resolves a host name with its port (`"localhost:8080"`, `"[::1]:80"`, `"127.0.0.1:0"`)
 /// into socket addresses, on the thread pool ([`to_thread`](crate::to_thread)): `getaddrinfo`
@@ -175,10 +171,7 @@ impl ListenOptions {
 /// ```
 pub struct TcpListener {
     io: Async<OwnedFd>,
-    /// After running out of fds: no accept before this instant (EDGE_CASES 56).
-    paused_until: std::cell::Cell<Option<Instant>>,
-    /// Accepts handed out since the last wait or yield (fairness).
-    burst: std::cell::Cell<u32>,
+    accept: AcceptPolicy,
 }
 
 impl TcpListener {
@@ -225,8 +218,7 @@ impl TcpListener {
     fn from_fd(fd: OwnedFd) -> io::Result<TcpListener> {
         Ok(TcpListener {
             io: Async::new(fd)?,
-            paused_until: std::cell::Cell::new(None),
-            burst: std::cell::Cell::new(0),
+            accept: AcceptPolicy::default(),
         })
     }
 
@@ -245,37 +237,9 @@ impl TcpListener {
     ///   only after many in a row (EDGE_CASES 55).
     /// - If the loop is closed or dropped.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        if let Some(until) = self.paused_until.get() {
-            crate::sleep_until(until).await;
-            self.paused_until.set(None);
-        }
-        if self.burst.get() >= MAX_ACCEPTS_PER_YIELD {
-            self.burst.set(0);
-            crate::yield_now().await;
-        }
-        let mut retries = 0;
-        loop {
-            match sys::accept(self.io.as_fd()) {
-                Ok((fd, peer)) => {
-                    self.burst.set(self.burst.get() + 1);
-                    let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
-                    return Ok((TcpStream::accepted(fd, event_loop), peer));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.burst.set(0);
-                    self.io.readable().await?;
-                }
-                Err(e) if sys::is_accept_retryable(&e) && retries < MAX_ACCEPT_RETRIES => {
-                    retries += 1;
-                }
-                Err(e) if sys::is_out_of_fds(&e) => {
-                    self.paused_until
-                        .set(Some(Instant::now() + ACCEPT_RETRY_DELAY));
-                    return Err(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let (fd, peer) = self.accept.accept(&self.io, sys::accept).await?;
+        let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
+        Ok((TcpStream::accepted(fd, event_loop), peer))
     }
 
     /// The address the listener is bound to (with the port the kernel chose for port 0).
@@ -301,17 +265,7 @@ impl TcpListener {
     }
 }
 
-impl AsFd for TcpListener {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
-
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
+super::fd_traits!(TcpListener);
 
 impl fmt::Debug for TcpListener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -320,8 +274,7 @@ impl fmt::Debug for TcpListener {
         if let Ok(addr) = self.local_addr() {
             d.field("addr", &addr);
         }
-        d.field("paused", &self.paused_until.get().is_some())
-            .finish()
+        d.field("paused", &self.accept.is_paused()).finish()
     }
 }
 
@@ -602,17 +555,7 @@ impl TcpStream {
     }
 }
 
-impl AsFd for TcpStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
-
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
+super::fd_traits!(TcpStream);
 
 impl fmt::Debug for TcpStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -25,7 +25,7 @@
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use evloop_sys::socket as sys;
 use evloop_sys::socket_more as dgram;
@@ -237,17 +237,7 @@ impl From<UdpSocket> for std::net::UdpSocket {
     }
 }
 
-impl AsFd for UdpSocket {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
-
-impl AsRawFd for UdpSocket {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
+super::fd_traits!(UdpSocket);
 
 impl fmt::Debug for UdpSocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

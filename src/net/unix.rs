@@ -33,14 +33,13 @@
 //!
 //! Read `tests/unix.rs` next.
 
-use std::cell::Cell;
 use std::fmt;
 use std::io;
 use std::net::Shutdown;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use evloop_sys::socket as sys;
 use evloop_sys::socket::SockType;
@@ -48,13 +47,11 @@ use evloop_sys::socket_more as unix;
 
 pub use evloop_sys::socket_more::UnixSocketAddr;
 
-use super::{Async, ACCEPT_RETRY_DELAY};
+use super::accept::AcceptPolicy;
+use super::Async;
 
 /// The longest pause between two tries of a connect refused with `EAGAIN` (full backlog).
 const MAX_CONNECT_BACKOFF: Duration = Duration::from_millis(64);
-
-/// Retryable accept errors tried again at once before one is returned (as in `tcp.rs`).
-const MAX_ACCEPT_RETRIES: u32 = 64;
 
 fn running_loop() -> Option<crate::WeakEventLoop> {
     crate::try_current().map(|lp| lp.downgrade())
@@ -129,8 +126,7 @@ fn bind_with_stale_check(
 /// ```
 pub struct UnixListener {
     io: Async<OwnedFd>,
-    /// After running out of fds: no accept before this instant (EDGE_CASES 56).
-    paused_until: Cell<Option<Instant>>,
+    accept: AcceptPolicy,
 }
 
 impl UnixListener {
@@ -168,7 +164,7 @@ impl UnixListener {
     fn from_fd(fd: OwnedFd) -> UnixListener {
         UnixListener {
             io: Async::from_nonblocking(running_loop(), fd),
-            paused_until: Cell::new(None),
+            accept: AcceptPolicy::default(),
         }
     }
 
@@ -178,32 +174,12 @@ impl UnixListener {
     ///
     /// # Errors
     /// Out of fds (`EMFILE`...): returned, and the next call first waits
-    /// [`ACCEPT_RETRY_DELAY`] without watching the listener (EDGE_CASES 56).
+    /// [`ACCEPT_RETRY_DELAY`](super::ACCEPT_RETRY_DELAY) without watching the listener (EDGE_CASES 56).
     /// `ECONNABORTED` is retried (EDGE_CASES 55). The loop closed or dropped.
     pub async fn accept(&self) -> io::Result<(UnixStream, UnixSocketAddr)> {
-        if let Some(until) = self.paused_until.take() {
-            crate::sleep_until(until).await;
-        }
-        let mut retries = 0;
-        loop {
-            match unix::accept_unix(self.io.as_fd()) {
-                Ok((fd, peer)) => {
-                    let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
-                    return Ok((UnixStream::from_parts(event_loop, fd), peer));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.readable().await?,
-                Err(e) if sys::is_accept_retryable(&e) && retries < MAX_ACCEPT_RETRIES => {
-                    retries += 1;
-                }
-                Err(e) => {
-                    if sys::is_out_of_fds(&e) {
-                        self.paused_until
-                            .set(Some(Instant::now() + ACCEPT_RETRY_DELAY));
-                    }
-                    return Err(e);
-                }
-            }
-        }
+        let (fd, peer) = self.accept.accept(&self.io, unix::accept_unix).await?;
+        let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
+        Ok((UnixStream::from_parts(event_loop, fd), peer))
     }
 
     /// The address the listener is bound to.
@@ -221,7 +197,7 @@ impl UnixListener {
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         Ok(UnixListener {
             io: Async::new(OwnedFd::from(listener))?,
-            paused_until: Cell::new(None),
+            accept: AcceptPolicy::default(),
         })
     }
 
@@ -231,17 +207,7 @@ impl UnixListener {
     }
 }
 
-impl AsFd for UnixListener {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
-
-impl AsRawFd for UnixListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
+super::fd_traits!(UnixListener);
 
 impl fmt::Debug for UnixListener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -250,8 +216,7 @@ impl fmt::Debug for UnixListener {
         if let Ok(addr) = self.local_addr() {
             d.field("addr", &addr);
         }
-        d.field("paused", &self.paused_until.get().is_some())
-            .finish()
+        d.field("paused", &self.accept.is_paused()).finish()
     }
 }
 
@@ -482,17 +447,7 @@ impl UnixStream {
     }
 }
 
-impl AsFd for UnixStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
-
-impl AsRawFd for UnixStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
+super::fd_traits!(UnixStream);
 
 impl fmt::Debug for UnixStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -736,17 +691,7 @@ impl UnixDatagram {
     }
 }
 
-impl AsFd for UnixDatagram {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.as_fd()
-    }
-}
-
-impl AsRawFd for UnixDatagram {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.as_raw_fd()
-    }
-}
+super::fd_traits!(UnixDatagram);
 
 impl fmt::Debug for UnixDatagram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
