@@ -279,28 +279,43 @@ pub fn listen(fd: BorrowedFd<'_>, backlog: i32) -> io::Result<()> {
 /// network errors passed through (see [`is_accept_retryable`]).
 pub fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddr)> {
     let mut peer = SockAddr::empty();
+    let (ptr, len) = peer.as_mut_parts();
+    // SAFETY: `ptr` points at `peer`'s storage, writable for `*len` bytes, and `len` is a
+    // writable socklen_t; both outlive the call.
+    let new = unsafe { accept_into(fd, ptr, len) }?;
+    Ok((new, peer.to_std()?))
+}
+
+/// `accept4` with `SOCK_CLOEXEC | SOCK_NONBLOCK` (on macOS `accept`, then the flags and
+/// `SO_NOSIGPIPE` right after), writing the peer's address at `addr`: the accept of every
+/// socket family (`socket_more::accept_unix` uses it too).
+///
+/// # Safety
+/// `addr` must be valid for writes of `*len` bytes for the duration of the call.
+pub(crate) unsafe fn accept_into(
+    fd: BorrowedFd<'_>,
+    addr: *mut libc::sockaddr,
+    len: &mut libc::socklen_t,
+) -> io::Result<OwnedFd> {
     #[cfg(not(target_vendor = "apple"))]
-    let new = {
+    {
         let flags = libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
-        // SAFETY: `peer.storage` is writable for `peer.len` bytes and `peer.len` is a valid,
-        // writable socklen_t; the kernel writes at most that many bytes and updates the length.
-        owned(cvt(unsafe {
-            libc::accept4(fd.as_raw_fd(), peer.as_mut_ptr(), &mut peer.len, flags)
-        })?)
-    };
+        // SAFETY: the caller guarantees `addr` is writable for `*len` bytes; `len` is a
+        // writable socklen_t; the kernel writes at most that many bytes and updates `len`.
+        Ok(owned(cvt(unsafe {
+            libc::accept4(fd.as_raw_fd(), addr, len, flags)
+        })?))
+    }
     #[cfg(target_vendor = "apple")]
-    let new = {
+    {
         // SAFETY: as for accept4 above.
-        let new = owned(cvt(unsafe {
-            libc::accept(fd.as_raw_fd(), peer.as_mut_ptr(), &mut peer.len)
-        })?);
+        let new = owned(cvt(unsafe { libc::accept(fd.as_raw_fd(), addr, len) })?);
         use std::os::fd::AsFd;
         crate::fd::set_cloexec(new.as_fd(), true)?;
         crate::fd::set_nonblocking(new.as_fd(), true)?;
         set_nosigpipe(new.as_fd())?;
-        new
-    };
-    Ok((new, peer.to_std()?))
+        Ok(new)
+    }
 }
 
 /// Starts connecting `fd` to `addr`: `Ok(true)` when connected at once (common on

@@ -559,24 +559,10 @@ pub fn connect_unix(fd: BorrowedFd<'_>, addr: &UnixSocketAddr) -> io::Result<boo
 /// `WouldBlock` when nothing is pending; `EMFILE`/`ENFILE`; `ECONNABORTED`.
 pub fn accept_unix(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, UnixSocketAddr)> {
     let mut peer = UnixSocketAddr::for_kernel();
-    #[cfg(not(target_vendor = "apple"))]
-    let new = {
-        let flags = libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
-        // SAFETY: `peer.addr` is writable for `peer.len` bytes and `peer.len` is a writable
-        // socklen_t; the kernel writes at most that many bytes and updates the length.
-        owned(cvt(unsafe {
-            libc::accept4(fd.as_raw_fd(), peer.as_mut_ptr(), &mut peer.len, flags)
-        })?)
-    };
-    #[cfg(target_vendor = "apple")]
-    let new = {
-        // SAFETY: as for accept4 above.
-        let new = owned(cvt(unsafe {
-            libc::accept(fd.as_raw_fd(), peer.as_mut_ptr(), &mut peer.len)
-        })?);
-        finish_new_fd(&new)?;
-        new
-    };
+    let ptr = peer.as_mut_ptr();
+    // SAFETY: `ptr` points at `peer.addr`, writable for `peer.len` bytes, and `peer.len` is a
+    // writable socklen_t; both outlive the call.
+    let new = unsafe { crate::socket::accept_into(fd, ptr, &mut peer.len) }?;
     Ok((new, peer))
 }
 
