@@ -22,6 +22,12 @@
 //!   close, now dup'ed back) (18), and `modify` retries an `ENOENT` from `EPOLL_CTL_MOD` as
 //!   `EPOLL_CTL_ADD` (the number was closed and reused by a new file) (18); `reregister` uses
 //!   `EPOLL_CTL_ADD` and reads `EEXIST` as "same file, still registered" (18).
+//! - A surviving registration can outlive several files on one number: file F on number A
+//!   (a dup keeps F open), A given to file G and registered, then back to F. `EEXIST` then
+//!   finds F's *old* registration, whose generation is not the one recorded for A (that one
+//!   went to G's registration, which survives too). So a number where such a ghost may exist
+//!   is remembered (`haunted`), and taking over a registration on it always stamps a fresh
+//!   generation with `EPOLL_CTL_MOD`: every ghost then carries an older one and is stale.
 //! - A regular file or directory gives `EPERM` (16); the error message says why.
 
 use std::io;
@@ -42,6 +48,10 @@ pub struct EpollSelector {
     registered: FdMap<(Interest, u32)>,
     /// The raw buffer `epoll_wait` fills; sized to the `Events` capacity.
     raw: Vec<libc::epoll_event>,
+    /// Numbers under which the kernel may still hold a registration of a file the number no
+    /// longer names (a "ghost", kept alive by a dup), made under some older generation.
+    /// Emptied by a rebuild, which leaves no ghost behind.
+    haunted: FdMap<()>,
     next_generation: u32,
     rebuilds: u64,
 }
@@ -56,6 +66,7 @@ impl EpollSelector {
             epfd: new_epoll()?,
             registered: FdMap::default(),
             raw: Vec::new(),
+            haunted: FdMap::default(),
             next_generation: 1,
             rebuilds: 0,
         })
@@ -93,6 +104,7 @@ impl EpollSelector {
     fn rebuild(&mut self) -> io::Result<()> {
         self.epfd = new_epoll()?;
         self.rebuilds += 1;
+        self.haunted = FdMap::default();
         let live: Vec<(RawFd, Interest, u32)> = self
             .registered
             .iter()
@@ -157,6 +169,11 @@ impl Selector for EpollSelector {
             known.is_some(),
         )?;
         let (_, mut generation) = known.unwrap_or_default();
+        if self.haunted.contains(fd) {
+            // The registration MOD reaches is the current file's, whatever generation it
+            // carried: stamp a fresh one so that no ghost shares it.
+            generation = self.generation();
+        }
         match self.ctl(libc::EPOLL_CTL_MOD, fd, interest, generation) {
             Ok(()) => {}
             // The number was closed and reused by a file the kernel does not watch: watch the
@@ -166,6 +183,7 @@ impl Selector for EpollSelector {
                 generation = self.generation();
                 self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation)
                     .map_err(|e| error(Backend::Epoll, Op::Modify, fd, e))?;
+                self.haunted.insert(fd, ());
             }
             Err(e) => return Err(error(Backend::Epoll, Op::Modify, fd, e)),
         }
@@ -197,6 +215,7 @@ impl Selector for EpollSelector {
                     Some(libc::EBADF | libc::ENOENT | libc::EPERM)
                 ) =>
             {
+                self.haunted.insert(fd, ());
                 Ok(())
             }
             Err(e) => Err(error(Backend::Epoll, Op::Unregister, fd, e)),
@@ -216,9 +235,22 @@ impl Selector for EpollSelector {
         let generation = self.generation();
         match self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation) {
             Ok(()) => {
-                // The old registration was gone: the number names a new file.
+                // The number names a file not registered under it. The old file's
+                // registration may survive it (a dup keeps it open): a ghost.
                 self.registered.insert(fd, (interest, generation));
+                self.haunted.insert(fd, ());
                 Ok(true)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && self.haunted.contains(fd) => {
+                // The file has a registration under this number, but maybe an old one whose
+                // generation is not `old_generation` (that one may belong to a ghost): take
+                // it over under the fresh generation.
+                if let Err(e) = self.ctl(libc::EPOLL_CTL_MOD, fd, interest, generation) {
+                    self.registered.remove(fd);
+                    return Err(error(Backend::Epoll, Op::Register, fd, e));
+                }
+                self.registered.insert(fd, (interest, generation));
+                Ok(false)
             }
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                 // Same file, still registered with the old generation.
