@@ -387,4 +387,73 @@ per_backend! {
         assert_eq!(messages.len(), 1, "{messages:?}");
         assert!(messages[0].contains("handler for 127.0.0.1:") && messages[0].contains("ended after 2 of 4"), "{messages:?}");
     }
+
+    fn closing_the_server_from_the_handler_factory_stops_accepting_at_once(backend: Backend) {
+        // Five clients wait in the backlog; the factory closes the server on its first call.
+        // "At once" means no second connection is accepted from the backlog.
+        let lp = new_loop(backend);
+        let slot: Rc<RefCell<Option<Rc<evloop::net::Server>>>> = Rc::default();
+        let calls = Rc::new(std::cell::Cell::new(0));
+        lp.run_until_complete(async {
+            let server = Rc::new(start_server(any_port(), {
+                let (slot, calls) = (slot.clone(), calls.clone());
+                move |_reader, _writer| {
+                    calls.set(calls.get() + 1);
+                    if let Some(server) = slot.borrow().as_ref() {
+                        server.close();
+                    }
+                    async { Ok(()) }
+                }
+            })?);
+            *slot.borrow_mut() = Some(server.clone());
+            let addr = server.local_addr();
+            // Blocking connects complete in the kernel's backlog before the accept task runs.
+            let clients: Vec<std::net::TcpStream> =
+                (0..5).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
+            evloop::timeout(Duration::from_secs(5), server.wait_closed())
+                .await
+                .expect("wait_closed returned");
+            assert_eq!(calls.get(), 1, "the factory ran after close()");
+            assert_eq!(server.accepted(), 1);
+            assert!(!server.is_serving());
+            drop(clients);
+            Ok::<(), io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+        slot.borrow_mut().take();
+        lp.run_nowait().unwrap();
+        assert_eq!(lp.stats().fds, 0, "the listener was closed");
+    }
+
+    fn a_panicking_handler_factory_is_reported_at_once_and_closes_the_server(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let l = log.clone();
+        lp.set_exception_handler(move |_, ctx| l.push(ctx.message.clone()));
+        let log_inside = log.clone();
+        lp.run_until_complete(async move {
+            let server = start_server(any_port(), |_reader, _writer| -> std::future::Ready<io::Result<()>> {
+                panic!("factory exploded")
+            })?;
+            let addr = server.local_addr();
+            let _client = std::net::TcpStream::connect(addr).unwrap();
+            evloop::timeout(Duration::from_secs(5), server.wait_closed())
+                .await
+                .expect("wait_closed returned after the factory panicked");
+            assert!(!server.is_serving());
+            // Reported now, while the Server is still alive, not when it is dropped.
+            let messages = log_inside.get();
+            assert_eq!(messages.len(), 1, "{messages:?}");
+            assert!(messages[0].contains("factory exploded"), "{messages:?}");
+            // The listening socket is closed: a new connect is refused.
+            let err = open_connection(addr).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+            drop(server);
+            Ok::<(), io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(log.len(), 1, "dropping the Server reported nothing more: {:?}", log.get());
+    }
 }

@@ -38,11 +38,12 @@ use std::fmt;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{Shutdown, SocketAddr};
-use std::panic::Location;
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::path::Path;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
+use crate::task::core::panic_message;
 use crate::task::sync::Event;
 use crate::{ExceptionContext, Task};
 
@@ -961,8 +962,13 @@ impl Drop for Active {
 ///   task of its own; the connection closes when the handler drops both halves.
 /// - A handler's `Err` is reported through the loop's exception handler (default: stderr)
 ///   with the peer's address; a panicking handler is reported as any detached task.
+/// - A handler *factory* (the closure itself, not its future) that panics is reported at
+///   once and closes the server: `is_serving()` turns false and `wait_closed` completes.
 /// - [`close`](Server::close) stops accepting at once: the listening socket is closed, so a
-///   new connect is refused. Running handlers continue. [`wait_closed`](Server::wait_closed)
+///   new connect is refused, and no further connection is taken from the backlog, even when
+///   `close` is called from inside the handler factory (test
+///   `streams.rs::closing_the_server_from_the_handler_factory_stops_accepting_at_once`).
+///   Running handlers continue. [`wait_closed`](Server::wait_closed)
 ///   waits until the server is closed *and* every handler has finished — a graceful close
 ///   (test `streams.rs::wait_closed_waits_for_handlers_and_new_connects_are_refused`).
 /// - Dropping the `Server` closes it (handlers continue).
@@ -1123,14 +1129,16 @@ impl fmt::Debug for Server {
     }
 }
 
-/// The server's accept task: accept, split, spawn the handler; until cancelled or a fatal
-/// accept error.
+/// The server's accept task: accept, split, spawn the handler; until cancelled, closed (also
+/// from inside the handler factory), a panicking factory, or a fatal accept error.
 async fn accept_loop<H, F>(listener: TcpListener, handler: H, tracker: Rc<Tracker>)
 where
     H: Fn(StreamReader<TcpStream>, StreamWriter<TcpStream>) -> F + 'static,
     F: Future<Output = io::Result<()>> + 'static,
 {
-    loop {
+    // However this task ends (a break below, cancellation, a panic), the server is closed.
+    let _closing = Closing(tracker.clone());
+    while !tracker.closed.get() {
         match listener.accept().await {
             Ok((stream, peer)) => {
                 tracker.accepted.set(tracker.accepted.get() + 1);
@@ -1138,7 +1146,21 @@ where
                 let active = Active(tracker.clone());
                 let (reader, writer) = split(stream);
                 // Calls user code: the handler makes its future (nothing of ours borrowed).
-                let future = handler(reader, writer);
+                // A panic here would end this task with nobody awaiting it: report it now
+                // and close the server, so `is_serving` and `wait_closed` tell the truth.
+                let made = catch_unwind(AssertUnwindSafe(|| handler(reader, writer)));
+                let future = match made {
+                    Ok(future) => future,
+                    Err(payload) => {
+                        drop(active);
+                        tracker.report(format!(
+                            "start_server: the handler factory panicked for the connection \
+                             from {peer}: {}; the server is closed",
+                            panic_message(&*payload)
+                        ));
+                        break;
+                    }
+                };
                 let task = crate::spawn(async move {
                     let active = active;
                     if let Err(e) = future.await {
@@ -1149,6 +1171,7 @@ where
                 });
                 task.set_name(format!("start_server handler for {peer}"));
                 drop(task); // detached: counted by `active`
+                // The factory may have closed the server: accept nothing more from the backlog.
             }
             Err(e) if evloop_sys::socket::is_out_of_fds(&e) => {
                 // `accept` pauses itself before the next try (EDGE_CASES 56).
@@ -1160,8 +1183,16 @@ where
             }
         }
     }
-    tracker.closed.set(true);
-    tracker.check_done();
+}
+
+/// Marks the server closed when the accept task ends, however it ends.
+struct Closing(Rc<Tracker>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.closed.set(true);
+        self.0.check_done();
+    }
 }
 
 #[cfg(test)]
