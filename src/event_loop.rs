@@ -43,7 +43,7 @@ use crate::ready::{IoWatcher, Ready};
 use crate::registry::{Registry, Side};
 use crate::remote::RemoteItem;
 use crate::remote::{Remote, Shared};
-use crate::task::core::{spawn_on, this_thread, Task, TaskKey, TaskRun};
+use crate::task::core::{panic_message, spawn_on, this_thread, Abandoned, Task, TaskKey, TaskRun};
 use crate::timers::Timers;
 use crate::ExceptionContext;
 use crate::Stats;
@@ -446,7 +446,9 @@ impl EventLoop {
         });
         let replaced = {
             let mut registry = self.inner.registry.borrow_mut();
-            let Some(registry) = registry.as_mut() else {
+            // `closed` is set before the registry goes (destructors run in between).
+            let registry = registry.as_mut().filter(|_| !self.inner.closed.get());
+            let Some(registry) = registry else {
                 return Err(closed_error(if side == Side::Reader {
                     "add_reader"
                 } else {
@@ -694,7 +696,13 @@ impl EventLoop {
                 "close: cannot close a running event loop (call stop() and close it after run_forever returns)",
             ));
         }
-        self.inner.close_now();
+        for msg in self.inner.close_now() {
+            self.report_exception(&ExceptionContext {
+                message: close_panic_message(&msg),
+                task_name: None,
+                location: None,
+            });
+        }
         Ok(())
     }
 
@@ -1132,13 +1140,28 @@ impl Inner {
         self.remote.clone()
     }
 
-    /// Drops everything the loop holds, outside any borrow (their destructors are user code).
-    fn close_now(&self) {
+    /// Drops everything the loop holds, outside any borrow (their destructors are user code),
+    /// and returns the messages of the destructors that panicked. Each drop is caught on its
+    /// own, so closing always completes, whatever destructors do; and a second panic never
+    /// meets a first one still unwinding (which would abort the process).
+    ///
+    /// Order: the cross-thread door shuts first (a destructor that posts gets `LoopClosed`);
+    /// then pending tasks are dropped while the registry and the timers still exist (their
+    /// futures' destructors release timers and I/O interest); then every callback cell is
+    /// cancelled (a `Handle` or `TimerHandle` the user still holds becomes inert and its
+    /// closure is released now, not when the handle goes); then readers and writers.
+    fn close_now(&self) -> Vec<String> {
         if self.closed.replace(true) {
-            return;
+            return Vec::new();
         }
-        // Pending tasks first: dropping their futures releases their timers and I/O interest
-        // while the loop's structures still exist.
+        let mut panics = Vec::new();
+        let (remote, buffer) = {
+            let mut state = self.remote.lock();
+            state.waker = None; // closes the eventfd/pipe under the lock
+            state.pending = false;
+            let queue = std::mem::take(&mut state.queue);
+            (queue, std::mem::take(&mut *self.remote_buffer.borrow_mut()))
+        };
         let tasks: Vec<Rc<dyn TaskRun>> = {
             let mut slab = self.tasks.borrow_mut();
             slab.live = 0;
@@ -1146,38 +1169,80 @@ impl Inner {
             slab.slots.drain(..).filter_map(|(_, t)| t).collect()
         };
         let mut abandoned = 0;
-        for task in &tasks {
-            if task.abandon() {
-                abandoned += 1;
+        for task in tasks {
+            let outcome = catching(&mut panics, || task.abandon());
+            match outcome {
+                Some(Abandoned::Dropped) => abandoned += 1,
+                Some(Abandoned::DestructorPanicked(msg)) => {
+                    abandoned += 1;
+                    panics.push(msg);
+                }
+                Some(Abandoned::AlreadyDone) | None => {}
             }
+            catching(&mut panics, move || drop(task));
         }
         if abandoned > 0 && self.debug.get() {
             eprintln!(
                 "evloop: the loop was closed with {abandoned} pending task(s); they were dropped"
             );
         }
-        drop(tasks);
         let ready = std::mem::take(&mut *self.ready.borrow_mut());
+        for entry in ready {
+            catching(&mut panics, move || match entry {
+                Ready::Callback(cell) => {
+                    cell.cancel();
+                }
+                Ready::Io(watcher) => watcher.cancelled.set(true),
+                Ready::Remote(_) | Ready::Task(_) => {}
+            });
+        }
         let timers = self.timers.borrow_mut().take_all();
+        for cell in timers {
+            catching(&mut panics, move || {
+                cell.cancel();
+            });
+        }
+        // A destructor above may have cancelled a timer not yet released: nothing is in the
+        // heap any more, so nothing is counted as cancelled in it.
+        self.timers.borrow().counters.cancelled_in_heap.set(0);
         let registry = self.registry.borrow_mut().take();
-        let watchers = registry.map(|mut r| {
-            let w = r.take_watchers();
-            drop(r); // closes the epoll fd
-            w
-        });
-        let remote = {
-            let mut state = self.remote.lock();
-            state.waker = None; // closes the eventfd/pipe under the lock
-            std::mem::take(&mut state.queue)
-        };
-        let buffer = std::mem::take(&mut *self.remote_buffer.borrow_mut());
-        drop((ready, timers, watchers, remote, buffer));
+        if let Some(mut registry) = registry {
+            let watchers = registry.take_watchers();
+            drop(registry); // closes the epoll/kqueue fd
+            for watcher in watchers {
+                watcher.cancelled.set(true);
+                catching(&mut panics, move || drop(watcher));
+            }
+        }
+        for item in remote.into_iter().chain(buffer) {
+            catching(&mut panics, move || drop(item));
+        }
+        panics
     }
+}
+
+/// Runs `f`, catching a panic into `panics` (its message).
+fn catching<R>(panics: &mut Vec<String>, f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(payload) => {
+            panics.push(panic_message(&*payload));
+            None
+        }
+    }
+}
+
+/// How a destructor's panic during close is worded (tests and docs/10 quote it).
+fn close_panic_message(msg: &str) -> String {
+    format!("a destructor panicked while the loop was closing: {msg}")
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.close_now();
+        // No `EventLoop` exists any more to hand to an exception handler: the default report.
+        for msg in self.close_now() {
+            eprintln!("evloop: {}", close_panic_message(&msg));
+        }
         let id = self.id;
         // `try_with`: the thread-local may already be gone if the loop dies at thread exit.
         let _ = LOOPS.try_with(|l| {

@@ -164,10 +164,13 @@ impl Registry {
             })
         } else if adding && slot.emptied {
             // Removed then re-added before the flush: the number may name a new file.
+            // A change is counted when the kernel's view changed: a new registration, or a
+            // different interest (remove_reader + add_writer is read -> write: one change).
             self.selector.reregister(fd, wanted).map(|new| {
+                let changed = new || slot.kernel != wanted;
                 slot.kernel = wanted;
                 slot.emptied = false;
-                u64::from(new)
+                u64::from(changed)
             })
         } else {
             if wanted.is_empty() && !slot.kernel.is_empty() {

@@ -212,7 +212,9 @@ impl Timers {
 
     /// Entries that are still pending.
     pub(crate) fn live(&self) -> usize {
-        self.heap.len() - self.counters.cancelled_in_heap.get()
+        self.heap
+            .len()
+            .saturating_sub(self.counters.cancelled_in_heap.get())
     }
 
     #[cfg(test)]

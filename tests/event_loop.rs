@@ -259,6 +259,38 @@ per_backend! {
         assert_eq!(std::sync::Arc::strong_count(&remote_dropped), 1);
     }
 
+    fn close_releases_closures_whose_handles_are_still_held(backend: Backend) {
+        // close() drops every pending callback "as documented", even when the user keeps the
+        // Handle or TimerHandle: the handle becomes inert (cancelled) and releases nothing
+        // more later.
+        let lp = new_loop(backend);
+        let drops = DropCounter::default();
+        let t = drops.token();
+        let soon = lp.call_soon(move |_| drop(t));
+        let t = drops.token();
+        let later = lp.call_later(Duration::from_secs(3600), move |_| drop(t));
+        let t = drops.token();
+        let due = lp.call_later(Duration::ZERO, move |_| drop(t));
+        lp.close().unwrap();
+        assert_eq!(drops.dropped(), 3, "closures released at close, handles still held");
+        assert!(soon.is_cancelled() && later.is_cancelled() && due.is_cancelled());
+        soon.cancel();
+        later.cancel();
+        due.cancel();
+        assert_eq!(drops.dropped(), 3);
+    }
+
+    fn cancelling_a_timer_after_close_keeps_the_timer_count_at_zero(backend: Backend) {
+        let lp = new_loop(backend);
+        let timer = lp.call_later(Duration::from_secs(3600), |_| {});
+        assert_eq!(lp.stats().timers, 2, "this timer and the watchdog");
+        lp.close().unwrap();
+        assert_eq!(lp.stats().timers, 0);
+        timer.cancel(); // used to underflow the live count (usize::MAX, or a debug panic)
+        assert_eq!(lp.stats().timers, 0);
+        assert_eq!(lp.stats().ready, 0);
+    }
+
     fn current_is_the_running_loop_and_none_outside(backend: Backend) {
         let lp = new_loop(backend);
         assert!(evloop::try_current().is_none());

@@ -288,6 +288,41 @@ per_backend! {
         lp.remove_reader(fd);
     }
 
+    fn a_read_to_write_change_within_one_iteration_counts_one_interest_change(backend: Backend) {
+        // remove_reader then add_writer before the next flush is a real change (read -> write):
+        // one selector call, counted once, and the writer is served.
+        let lp = new_loop(backend);
+        let (_a, b) = pair();
+        let fd = b.as_raw_fd();
+        lp.add_reader(fd, |_| panic!("the reader was removed")).unwrap();
+        lp.run_nowait().unwrap();
+        let before = lp.stats().interest_changes;
+        let wrote = Rc::new(Cell::new(0));
+        let w = wrote.clone();
+        lp.call_soon(move |lp| {
+            assert!(lp.remove_reader(fd));
+            lp.add_writer(fd, move |lp| {
+                w.set(w.get() + 1);
+                lp.remove_writer(fd);
+            })
+            .unwrap();
+        });
+        lp.run_nowait().unwrap();
+        assert_eq!(lp.stats().interest_changes, before + 1, "read -> write is one change");
+        lp.run_nowait().unwrap();
+        assert_eq!(wrote.get(), 1, "the writer ran");
+        // And back (write -> read, outside a callback) is one more.
+        lp.run_nowait().unwrap();
+        let before = lp.stats().interest_changes;
+        lp.add_writer(fd, |_| {}).unwrap();
+        lp.run_nowait().unwrap();
+        lp.remove_writer(fd);
+        lp.add_reader(fd, |_| {}).unwrap();
+        lp.run_nowait().unwrap();
+        assert_eq!(lp.stats().interest_changes, before + 2, "add the writer, then write -> read");
+        lp.remove_reader(fd);
+    }
+
     fn edge_14_bad_fds_are_refused_and_leave_nothing_registered(backend: Backend) {
         let lp = new_loop(backend);
         let before = lp.stats().fds;

@@ -125,8 +125,19 @@ pub(crate) trait TaskRun {
     /// Runs one step. Calls user code (the future's `poll`).
     fn step(self: Rc<Self>, event_loop: &EventLoop);
     fn header(&self) -> &Header;
-    /// Drops the future without running it again (loop close); returns whether it was pending.
-    fn abandon(&self) -> bool;
+    /// Drops the future without running it again (loop close, or a cancel with the loop
+    /// gone); the task's result becomes [`TaskError::Cancelled`].
+    fn abandon(&self) -> Abandoned;
+}
+
+/// What [`TaskRun::abandon`] did.
+pub(crate) enum Abandoned {
+    /// The task had already finished: nothing to drop.
+    AlreadyDone,
+    /// The future was dropped.
+    Dropped,
+    /// The future was dropped and its destructor panicked with this message (caught).
+    DestructorPanicked(String),
 }
 
 /// What every task has, whatever its future.
@@ -169,14 +180,36 @@ pub(crate) struct TaskCell<F: Future> {
     join_waker: RefCell<Option<Waker>>,
 }
 
+impl<F: Future> TaskCell<F> {
+    /// Drops the future, outside any borrow: its destructor is user code (it may release
+    /// timers and I/O interest, wake other tasks, or panic). A panic is caught and its
+    /// message returned: it must not unwind into the loop (or into `cancel()`), and the
+    /// task's bookkeeping after the drop must still happen.
+    fn drop_future(&self) -> Option<String> {
+        let future = self.future.borrow_mut().take();
+        catch_unwind(AssertUnwindSafe(move || drop(future)))
+            .err()
+            .map(|payload| panic_message(&*payload))
+    }
+}
+
 impl<F: Future + 'static> TaskCell<F> {
-    fn finish(self: &Rc<Self>, event_loop: &EventLoop, result: Result<F::Output, TaskError>) {
+    fn finish(self: &Rc<Self>, event_loop: &EventLoop, mut result: Result<F::Output, TaskError>) {
         let h = &self.header;
         h.done.set(true);
-        // Drop the future outside any borrow: its destructor is user code (it may release
-        // timers and I/O interest, or wake other tasks).
-        let future = self.future.borrow_mut().take();
-        drop(future);
+        if let Some(msg) = self.drop_future() {
+            match result {
+                // Cancelled, and the destructor panicked: the panic is the task's outcome
+                // (as when a step panics), so whoever awaits the task receives it.
+                Err(TaskError::Cancelled) => result = Err(TaskError::Panicked(msg)),
+                // The task already has an outcome (its value, or an earlier panic): keep it,
+                // and report the destructor's panic, which nobody else can receive.
+                _ => self.report(
+                    event_loop,
+                    format!("a task's future panicked in its destructor after it finished: {msg}"),
+                ),
+            }
+        }
         if let Some(key) = h.key.take() {
             event_loop.inner.remove_task(key);
         }
@@ -200,9 +233,16 @@ impl<F: Future + 'static> TaskCell<F> {
     }
 
     fn report_unretrieved(&self, event_loop: &EventLoop, msg: &str) {
+        self.report(
+            event_loop,
+            format!("task exception was never retrieved: {msg}"),
+        );
+    }
+
+    fn report(&self, event_loop: &EventLoop, message: String) {
         let h = &self.header;
         event_loop.report_exception(&crate::ExceptionContext {
-            message: format!("task exception was never retrieved: {msg}"),
+            message,
             task_name: h.name.borrow().clone(),
             location: Some(h.location),
         });
@@ -269,21 +309,25 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
         &self.header
     }
 
-    fn abandon(&self) -> bool {
+    fn abandon(&self) -> Abandoned {
         let h = &self.header;
         if h.done.replace(true) {
-            return false;
+            return Abandoned::AlreadyDone;
         }
         h.cancel_requested.set(true);
         h.key.take();
         h.waker.borrow_mut().take();
-        let future = self.future.borrow_mut().take();
-        drop(future);
+        let panicked = self.drop_future();
+        // The outcome stays `Cancelled` even if the destructor panicked: with no loop to
+        // run on, the caller (the loop's close) reports that panic itself.
         *self.output.borrow_mut() = Some(Err(TaskError::Cancelled));
         if let Some(w) = self.join_waker.borrow_mut().take() {
             w.wake();
         }
-        true
+        match panicked {
+            Some(msg) => Abandoned::DestructorPanicked(msg),
+            None => Abandoned::Dropped,
+        }
     }
 }
 
@@ -331,7 +375,11 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
             // Drop the future now: prompt release of its timers and I/O interest.
             Some(inner) => self.finish(&EventLoop { inner }, Err(TaskError::Cancelled)),
             None => {
-                self.abandon();
+                if let Abandoned::DestructorPanicked(msg) = self.abandon() {
+                    // No loop to report to; the caller of `cancel` holds the task, so its
+                    // outcome carries the panic, as when the loop is alive.
+                    *self.output.borrow_mut() = Some(Err(TaskError::Panicked(msg)));
+                }
             }
         }
     }
