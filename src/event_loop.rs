@@ -682,10 +682,15 @@ impl EventLoop {
         self.inner.closed.get()
     }
 
-    /// Closes the loop: drops every pending callback, timer, reader and writer (on this
+    /// Closes the loop: drops every pending task, callback, timer, reader and writer (on this
     /// thread), closes the selector's and the waker's fds, and makes every [`Remote`] fail.
-    /// Idempotent. Afterwards `call_*` panic, `add_*` and `run_*` fail, `remove_*` return
-    /// `false`. Dropping the last clone of a loop closes it too.
+    /// A [`Handle`] or [`TimerHandle`] still held becomes inert (cancelled) and its closure is
+    /// released now. Idempotent. Afterwards `call_*` and `spawn` panic, `add_*` and `run_*`
+    /// fail, `remove_*` return `false`. Dropping the last clone of a loop closes it too.
+    ///
+    /// Destructors run during the close with the loop already closed: they may clean up
+    /// synchronously, not schedule work (`docs/10-tasks.md`). A destructor that panics does
+    /// not stop the close: each is caught and reported through the exception handler.
     ///
     /// # Errors
     /// If the loop is running (asyncio: "Cannot close a running event loop").

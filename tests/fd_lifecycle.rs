@@ -185,6 +185,62 @@ per_backend! {
         drop(g);
     }
 
+    fn replacing_a_reader_on_a_reused_number_without_removing_it(backend: Backend) {
+        // Illegal use, pinned so that docs/06 describes it truly: F on number A has a reader;
+        // A is closed *without* remove_reader while a dup keeps F open; a new file N takes
+        // number A and add_reader(A) replaces the reader; no iteration in between. The slot
+        // never looked emptied, so no selector call is made. epoll still watches F (its
+        // registration survived under A's current generation): F's data reaches the new
+        // reader and N's never does. poll and select pass the number afresh on every call:
+        // they watch N and never see F.
+        if backend == Backend::Kqueue && cfg!(target_os = "linux") {
+            eprintln!("skipped on libkqueue: use-after-free in libkqueue for a registered file kept alive by a dup");
+            return;
+        }
+        let lp = new_loop(backend);
+        let base = base_for(backend);
+        let (mut peer_f, a) = pair_at(base);
+        let fd = a.as_raw_fd();
+        let keep_f = dup_at_least(a.as_fd(), base + 4).unwrap();
+        lp.add_reader(fd, |_| panic!("the replaced reader ran")).unwrap();
+        lp.run_nowait().unwrap();
+        drop(a); // closed without remove_reader: the illegal part
+        let (mut peer_n, n) = pair_at(base);
+        assert_eq!(n.as_raw_fd(), fd, "N took number A");
+        let calls = Rc::new(Cell::new(0));
+        let c = calls.clone();
+        lp.add_reader(fd, move |_| c.set(c.get() + 1)).unwrap();
+        peer_f.write_all(b"F").unwrap();
+        for _ in 0..3 {
+            lp.run_nowait().unwrap();
+        }
+        let for_f = calls.get();
+        let mut f = UnixStream::from(keep_f);
+        drain(&mut f);
+        lp.run_nowait().unwrap();
+        let before_n = calls.get();
+        peer_n.write_all(b"N").unwrap();
+        lp.run_nowait().unwrap();
+        let for_n = calls.get() - before_n;
+        match backend {
+            Backend::Epoll => {
+                assert_eq!(for_f, 3, "epoll delivers F's events to the new reader (level-triggered)");
+                assert_eq!(for_n, 0, "epoll does not watch N");
+            }
+            Backend::Poll | Backend::Select | Backend::SelectStrict => {
+                assert_eq!(for_f, 0, "poll/select never see F");
+                assert_eq!(for_n, 1, "poll/select watch N");
+            }
+            Backend::Kqueue => {
+                // A BSD kernel deletes F's knotes at close: neither file is watched.
+                assert_eq!((for_f, for_n), (0, 0));
+            }
+        }
+        assert!(lp.remove_reader(fd));
+        lp.run_nowait().unwrap();
+        drop(n);
+    }
+
     fn edge_08_a_registered_fd_closed_behind_the_loops_back_does_not_spin(backend: Backend) {
         // Documented difference: poll and select report the closed fd once as an error
         // (the reader runs and its read fails with EBADF); epoll drops it silently, so the

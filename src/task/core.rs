@@ -423,7 +423,9 @@ pub struct Task<T> {
 impl<T> Task<T> {
     /// Cancels the task: its future is dropped before its next step (at once if it is not
     /// running), which releases its timers and I/O interest; awaiting the task then gives
-    /// [`TaskError::Cancelled`]. A no-op once the task finished.
+    /// [`TaskError::Cancelled`] — or [`TaskError::Panicked`] if the future's destructor
+    /// panicked (the panic is caught: `cancel` itself never panics). A no-op once the task
+    /// finished.
     pub fn cancel(&self) {
         self.cell.clone().cancel();
     }
