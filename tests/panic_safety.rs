@@ -49,7 +49,7 @@ struct SpawnOnDrop;
 
 impl Drop for SpawnOnDrop {
     fn drop(&mut self) {
-        evloop::spawn(async {});
+        drop(evloop::spawn(async {}));
     }
 }
 

@@ -1171,7 +1171,7 @@ where
                 });
                 task.set_name(format!("start_server handler for {peer}"));
                 drop(task); // detached: counted by `active`
-                // The factory may have closed the server: accept nothing more from the backlog.
+                            // The factory may have closed the server: accept nothing more from the backlog.
             }
             Err(e) if evloop_sys::socket::is_out_of_fds(&e) => {
                 // `accept` pauses itself before the next try (EDGE_CASES 56).
