@@ -1,8 +1,8 @@
 //! The scaling harness: how epoll, poll and select scale with the number of watched fds.
 //!
 //! Run it with `cargo bench --bench scaling` (about a minute; `-- --quick` for seconds,
-//! `-- --help` for the flags). It reproduces libevent's `test/bench.c` workload as defined in
-//! `peers/scaling/common.h`: N watched fds, A of them primed per round, W chained one-byte
+//! `-- --help` for the flags). It reproduces libevent's `test/bench.c` workload, as the peer
+//! loops' scaling benchmarks define it: N watched fds, A of them primed per round, W chained one-byte
 //! writes per round, each read callback registered with evloop's `add_reader`. For every
 //! backend it runs the same rounds twice over: through evloop, and through the same workload
 //! written directly on the syscalls (`evloop_sys::floor`, "the floor"), alternating, in one
@@ -14,7 +14,7 @@
 //!
 //! Peer mode: `cargo bench --bench scaling -- N A W BACKEND [fds=…] [wait=…] [rounds=…]
 //! [budget_ms=…]` prints exactly one CSV line of the peers' format, so evloop can run inside
-//! `peers/scaling/run.sh` beside libev, libevent and the C floors. Backend names there follow
+//! the peers' driver script beside libev, libevent and the C floors. Backend names there follow
 //! the peers: `select` is the strict one, `select_dyn` the growable one.
 
 use std::cell::Cell;
@@ -84,20 +84,105 @@ struct Sweep {
     out: PathBuf,
 }
 
-fn usage() -> ! {
-    eprintln!(
+/// The usage text: on stdout for `--help` (exit 0), on stderr after a mistake.
+fn usage_text() -> String {
+    format!(
         "usage: cargo bench --bench scaling -- [--quick] [--n 10,100,1000,10000] [--a 1,100]
           [--w 1000] [--backends epoll,poll,select,select-strict] [--wait block|nowait|both]
           [--fds sockboth|sock|pipe] [--rounds 25] [--budget-ms 150] [--reps 2] [--out DIR]
    or: cargo bench --bench scaling -- N A W BACKEND [fds=KIND] [wait=MODE] [rounds=R] [budget_ms=MS]
-       (peer mode: prints one CSV line: {CSV_HEADER})"
-    );
-    std::process::exit(1);
+       (peer mode: prints one CSV line: {CSV_HEADER})
+       (-h, --help: this text)
+
+exit status: 0 done (or --help); 2 a bad flag or value; 1 a run that failed.
+In peer mode, as the peers' drivers read it: 2 a configuration this system cannot run,
+1 anything else that went wrong (bad arguments included).
+"
+    )
 }
 
-fn list<T: std::str::FromStr>(s: &str) -> Vec<T> {
+/// What the command line asks for.
+#[derive(Debug)]
+enum Command {
+    Help,
+    Sweep(Sweep),
+    Peer(Peer),
+}
+
+/// Peer mode's arguments: `N A W BACKEND [key=value ...]`.
+#[derive(Debug)]
+struct Peer {
+    n: usize,
+    a: usize,
+    w: u64,
+    /// As the peers spell it (`select` is the strict one); resolved when the run starts, where
+    /// an unknown name is an unsupported configuration (exit 2), as for the peers.
+    backend: String,
+    fds: FdKind,
+    block: bool,
+    rounds: usize,
+    budget_ms: f64,
+}
+
+/// A mistake on the command line, said in one line (the usage follows it).
+#[derive(Debug)]
+struct ArgError {
+    message: String,
+    /// 2 for the sweep's flags; 1 in peer mode, whose 2 means "unsupported configuration"
+    /// to the driver that runs the peer benchmarks side by side.
+    status: i32,
+}
+
+impl ArgError {
+    fn new(message: String) -> ArgError {
+        ArgError { message, status: 2 }
+    }
+    fn bad_value(value: &str, flag: &str, expected: &str) -> ArgError {
+        ArgError::new(format!(
+            "bad value {value:?} for {flag}: expected {expected}"
+        ))
+    }
+    fn in_peer_mode(self) -> ArgError {
+        ArgError { status: 1, ..self }
+    }
+}
+
+/// Parses the arguments after cargo's own `--bench`.
+fn parse_args(args: &[String]) -> Result<Command, ArgError> {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        return Ok(Command::Help);
+    }
+    // Peer mode starts with N, a number; the sweep's arguments are all flags.
+    if args.first().is_some_and(|a| a.parse::<usize>().is_ok()) {
+        return parse_peer(args)
+            .map(Command::Peer)
+            .map_err(ArgError::in_peer_mode);
+    }
+    parse_sweep(args).map(Command::Sweep)
+}
+
+/// `s` as one `T` that `ok` accepts, or the error naming `s`, `flag` and what was `expected`.
+fn one<T: std::str::FromStr>(
+    s: &str,
+    flag: &str,
+    expected: &str,
+    ok: impl Fn(&T) -> bool,
+) -> Result<T, ArgError> {
+    match s.trim().parse::<T>() {
+        Ok(v) if ok(&v) => Ok(v),
+        _ => Err(ArgError::bad_value(s, flag, expected)),
+    }
+}
+
+/// `s` as a comma-separated list of `T`s that `ok` accepts (the error names the whole value).
+fn list<T: std::str::FromStr>(
+    s: &str,
+    flag: &str,
+    expected: &str,
+    ok: impl Fn(&T) -> bool,
+) -> Result<Vec<T>, ArgError> {
     s.split(',')
-        .map(|x| x.trim().parse().unwrap_or_else(|_| usage()))
+        .map(|x| one(x, flag, expected, &ok).map_err(|_| ArgError::bad_value(s, flag, expected)))
         .collect()
 }
 
@@ -108,7 +193,8 @@ fn default_out() -> PathBuf {
     target.join("evloop-scaling")
 }
 
-fn parse_sweep(args: &[String]) -> Sweep {
+fn parse_sweep(args: &[String]) -> Result<Sweep, ArgError> {
+    const WHOLE: &str = "a whole number";
     let mut s = Sweep {
         ns: vec![10, 100, 1000, 10000],
         actives: vec![1, 100],
@@ -122,9 +208,14 @@ fn parse_sweep(args: &[String]) -> Sweep {
         out: default_out(),
     };
     let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = || it.next().cloned().unwrap_or_else(|| usage());
-        match a.as_str() {
+    while let Some(flag) = it.next() {
+        let flag = flag.as_str();
+        let mut val = || {
+            it.next()
+                .map(String::as_str)
+                .ok_or_else(|| ArgError::new(format!("{flag} needs a value")))
+        };
+        match flag {
             "--quick" => {
                 s.ns = vec![10, 100, 1000];
                 s.actives = vec![1, 100];
@@ -133,30 +224,129 @@ fn parse_sweep(args: &[String]) -> Sweep {
                 s.budget_ms = 20.0;
                 s.reps = 1;
             }
-            "--n" => s.ns = list(&val()),
-            "--a" => s.actives = list(&val()),
-            "--w" => s.w = val().parse().unwrap_or_else(|_| usage()),
-            "--backends" => s.backends = list(&val()),
+            "--n" => {
+                s.ns = list(
+                    val()?,
+                    flag,
+                    "a comma-separated list of integers >= 2 (watched fds)",
+                    |&n: &usize| n >= 2,
+                )?
+            }
+            "--a" => {
+                s.actives = list(
+                    val()?,
+                    flag,
+                    "a comma-separated list of positive integers",
+                    |&a: &usize| a >= 1,
+                )?
+            }
+            "--w" => s.w = one(val()?, flag, "a positive integer", |&w: &u64| w >= 1)?,
+            "--backends" => s.backends = list(
+                val()?,
+                flag,
+                "a comma-separated list of backends (epoll, kqueue, poll, select, select-strict)",
+                |_: &Backend| true,
+            )?,
             "--wait" => {
-                s.waits = match val().as_str() {
+                s.waits = match val()? {
                     "block" => vec![true],
                     "nowait" => vec![false],
                     "both" => vec![true, false],
-                    _ => usage(),
+                    other => return Err(ArgError::bad_value(other, flag, "block, nowait or both")),
                 }
             }
-            "--fds" => s.fds = FdKind::parse(&val()).unwrap_or_else(|| usage()),
-            "--rounds" => s.rounds = val().parse().unwrap_or_else(|_| usage()),
-            "--budget-ms" => s.budget_ms = val().parse().unwrap_or_else(|_| usage()),
-            "--reps" => s.reps = val().parse().unwrap_or_else(|_| usage()),
-            "--out" => s.out = PathBuf::from(val()),
-            "--help" | "-h" => usage(),
-            _ => usage(),
+            "--fds" => {
+                let v = val()?;
+                s.fds = FdKind::parse(v)
+                    .ok_or_else(|| ArgError::bad_value(v, flag, "sockboth, sock or pipe"))?
+            }
+            "--rounds" => s.rounds = one(val()?, flag, WHOLE, |_: &usize| true)?,
+            "--budget-ms" => {
+                s.budget_ms = one(
+                    val()?,
+                    flag,
+                    "a number of milliseconds (>= 0)",
+                    |&ms: &f64| ms.is_finite() && ms >= 0.0,
+                )?
+            }
+            "--reps" => s.reps = one(val()?, flag, WHOLE, |_: &usize| true)?,
+            "--out" => s.out = PathBuf::from(val()?),
+            other => return Err(ArgError::new(format!("unknown argument {other:?}"))),
+        }
+    }
+    if s.fds == FdKind::SockBoth {
+        if let Some(n) = s.ns.iter().find(|&&n| n % 2 == 1) {
+            return Err(ArgError::new(format!(
+                "N={n} is odd: --fds sockboth watches both ends of N/2 socketpairs (use an \
+                 even N, or --fds sock|pipe)"
+            )));
         }
     }
     s.rounds = s.rounds.max(1);
     s.reps = s.reps.max(1);
-    s
+    Ok(s)
+}
+
+/// Peer mode's `N A W BACKEND [fds=KIND] [wait=MODE] [rounds=R] [budget_ms=MS]`, as the
+/// peers' `bench_parse` reads it.
+fn parse_peer(args: &[String]) -> Result<Peer, ArgError> {
+    let [n, a, w, backend, options @ ..] = args else {
+        return Err(ArgError::new(format!(
+            "peer mode needs N A W BACKEND; got {} argument(s)",
+            args.len()
+        )));
+    };
+    let mut p = Peer {
+        n: one(n, "N", "an integer >= 2 (watched fds)", |&n: &usize| n >= 2)?,
+        a: one(a, "A", "a positive integer", |&a: &usize| a >= 1)?,
+        w: one(w, "W", "a positive integer", |&w: &u64| w >= 1)?,
+        backend: backend.clone(),
+        fds: FdKind::SockBoth,
+        block: false,
+        rounds: 25,
+        budget_ms: 300.0,
+    };
+    if p.a > p.n {
+        return Err(ArgError::new(format!(
+            "A={} > N={}: at most N fds can be active",
+            p.a, p.n
+        )));
+    }
+    for kv in options {
+        let Some((key, v)) = kv.split_once('=') else {
+            return Err(ArgError::new(format!(
+                "unknown argument {kv:?}: after N A W BACKEND come fds=, wait=, rounds=, budget_ms="
+            )));
+        };
+        match key {
+            "fds" => {
+                p.fds = FdKind::parse(v)
+                    .ok_or_else(|| ArgError::bad_value(v, "fds=", "sockboth, sock or pipe"))?
+            }
+            "wait" => {
+                p.block = match v {
+                    "block" => true,
+                    "nowait" => false,
+                    _ => return Err(ArgError::bad_value(v, "wait=", "block or nowait")),
+                }
+            }
+            "rounds" => p.rounds = one(v, "rounds=", "a whole number", |_: &usize| true)?.max(1),
+            "budget_ms" => {
+                p.budget_ms = one(
+                    v,
+                    "budget_ms=",
+                    "a number of milliseconds (>= 0)",
+                    |&ms: &f64| ms.is_finite() && ms >= 0.0,
+                )?
+            }
+            _ => {
+                return Err(ArgError::new(format!(
+                    "unknown option {kv:?}: expected fds=, wait=, rounds= or budget_ms="
+                )))
+            }
+        }
+    }
+    Ok(p)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -436,13 +626,18 @@ fn csv_line(imp: &str, backend: &str, fds: FdKind, block: bool, c: &Cell_, t: &T
     )
 }
 
-fn peer_mode(args: &[String]) -> ! {
-    if args.len() < 4 {
-        usage();
-    }
-    let num = |s: &str| s.parse::<usize>().unwrap_or_else(|_| usage());
-    let (n, a, w) = (num(&args[0]), num(&args[1]), num(&args[2]) as u64);
-    let name = args[3].as_str();
+fn peer_mode(p: &Peer) -> ! {
+    let Peer {
+        n,
+        a,
+        w,
+        fds,
+        block,
+        rounds,
+        budget_ms,
+        ..
+    } = *p;
+    let name = p.backend.as_str();
     let backend = match name {
         "select" => Backend::SelectStrict, // the peers' `select` is glibc's fd_set
         "select_dyn" => Backend::Select,
@@ -451,20 +646,6 @@ fn peer_mode(args: &[String]) -> ! {
             std::process::exit(2)
         }),
     };
-    let (mut fds, mut block, mut rounds, mut budget_ms) = (FdKind::SockBoth, false, 25, 300.0);
-    for kv in &args[4..] {
-        let (k, v) = kv.split_once('=').unwrap_or_else(|| usage());
-        match k {
-            "fds" => fds = FdKind::parse(v).unwrap_or_else(|| usage()),
-            "wait" => block = v == "block",
-            "rounds" => rounds = num(v).max(1),
-            "budget_ms" => budget_ms = v.parse().unwrap_or_else(|_| usage()),
-            _ => usage(),
-        }
-    }
-    if n < 2 || a < 1 || a > n || w < 1 {
-        usage();
-    }
     let unsupported = |why: String| -> ! {
         eprintln!("evloop: unsupported configuration: {why}");
         std::process::exit(2)
@@ -528,13 +709,19 @@ fn main() {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    if args.first().is_some_and(|a| a.parse::<usize>().is_ok()) {
-        peer_mode(&args);
-    }
-    let sweep = parse_sweep(&args);
-    if let Err(e) = run_sweep(&sweep) {
-        eprintln!("scaling: {e}");
-        std::process::exit(1);
+    match parse_args(&args) {
+        Ok(Command::Help) => print!("{}", usage_text()),
+        Ok(Command::Peer(p)) => peer_mode(&p),
+        Ok(Command::Sweep(sweep)) => {
+            if let Err(e) = run_sweep(&sweep) {
+                eprintln!("scaling: {e}");
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprint!("scaling: {}\n\n{}", e.message, usage_text());
+            std::process::exit(e.status);
+        }
     }
 }
 

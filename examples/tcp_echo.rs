@@ -1,9 +1,10 @@
 //! A TCP echo server with one task per connection, and its own clients.
 //!
 //! Run it with `cargo run --example tcp_echo` (any backend: `EVLOOP_BACKEND=poll cargo run
-//! --example tcp_echo`). With `--serve PORT` it only serves, on `127.0.0.1:PORT`, until it is
-//! killed: `cargo run --release --example tcp_echo -- --serve 7000` is how
-//! `../shared/peers/echo/run.sh` can drive it beside the other servers.
+//! --example tcp_echo`). With `--serve PORT` it only serves, on `127.0.0.1:PORT` (0: the
+//! kernel picks one, printed on stderr), until `SIGINT` or `SIGTERM`: `cargo run --release
+//! --example tcp_echo -- --serve 7000` is how an echo benchmark can drive it beside other
+//! servers. Then it prints a summary and exits 0.
 //!
 //! The server is the shape asyncio's `start_server` gives: a listener on `127.0.0.1:0` (the
 //! kernel picks the port), an accept loop, and one task per connection that reads what is
@@ -18,11 +19,18 @@
 //! interest changes (no `epoll_ctl`, no fd set rebuilt) per message. One iteration serves
 //! several connections, so there are fewer iterations than round trips. `events` and
 //! `callbacks` count readiness reports and the callbacks and task steps they cause; a report
-//! can be repeated when the next poll runs before the woken task has read (EDGE_CASES 26).
+//! can be repeated when the next poll runs before the woken task has read (edge case 26).
+//!
+//! A peer that resets its connection (a client killed, or closing with `SO_LINGER` 0, as load
+//! generators do by the thousand) ends that connection's task with `ConnectionReset` (or
+//! `BrokenPipe`, `ConnectionAborted`, `UnexpectedEof`). For a server that is routine, not
+//! news: such ends are counted, not printed one by one. `--serve` prints the count at most
+//! once a second, when it changed, and again on exit; other errors are still printed. The
+//! demo ends with a few clients that reset on purpose, and checks that they were counted.
 //!
 //! Compare: asyncio's `start_server` + `StreamReader`/`StreamWriter` echo; libuv's
-//! `uv_listen`/`uv_read_start`; the C servers in `../shared/peers/echo/`. Read next:
-//! `src/net/tcp.rs` and `src/net/async_fd.rs`, then `cargo run --example http_hello`.
+//! `uv_listen`/`uv_read_start`. Read next: `src/net/tcp.rs` and `src/net/async_fd.rs`, then
+//! `cargo run --example http_hello`.
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -31,6 +39,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use evloop::net::{TcpListener, TcpStream};
+use evloop::signals::{signal, SIGINT, SIGTERM};
+use evloop::task::Either;
 use evloop::{EventLoop, Stats};
 
 /// How long the example may take before it is declared hung (it needs a few tens of ms).
@@ -43,12 +53,30 @@ const SIZE: usize = 64;
 const WARM_UP: usize = 5;
 /// Round trips per client after it (clients finish and stop waiting on their readers).
 const WIND_DOWN: usize = 5;
+/// Clients that, at the end of the demo, reset their connection instead of closing it.
+const RESETS: usize = 3;
+/// How often `--serve` may report the count of reset connections.
+const REPORT_EVERY: Duration = Duration::from_secs(1);
 
-/// What the server saw: connections its clients closed, bytes echoed.
+/// What the server saw: connections its clients closed, bytes echoed, and connections that
+/// ended in a reset (counted, not printed).
 #[derive(Default)]
 struct ServerTally {
     closed: Cell<usize>,
     bytes: Cell<u64>,
+    resets: Cell<u64>,
+}
+
+/// Whether `e` is the routine end of a connection whose peer went away abruptly (reset,
+/// killed, or gone while we wrote): counted, not printed.
+fn is_routine_disconnect(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::UnexpectedEof
+    )
 }
 
 /// Accepts connections forever, each served by its own task.
@@ -64,10 +92,15 @@ async fn accept_loop(listener: TcpListener, tally: Rc<ServerTally>) {
                             tally.closed.set(tally.closed.get() + 1);
                             tally.bytes.set(tally.bytes.get() + bytes);
                         }
+                        Err(e) if is_routine_disconnect(&e) => {
+                            tally.resets.set(tally.resets.get() + 1);
+                        }
                         Err(e) => eprintln!("server: {peer}: {e}"),
                     }
                 }));
             }
+            // A connection reset before it was accepted: as above.
+            Err(e) if is_routine_disconnect(&e) => tally.resets.set(tally.resets.get() + 1),
             // Out of fds: `accept` already paused itself (ACCEPT_RETRY_DELAY); keep going.
             Err(e) => eprintln!("server: accept: {e}"),
         }
@@ -76,8 +109,10 @@ async fn accept_loop(listener: TcpListener, tally: Rc<ServerTally>) {
 
 /// Echoes everything it reads until the peer closes; returns the bytes echoed.
 async fn echo(stream: &TcpStream) -> io::Result<u64> {
-    // Small messages leave at once rather than waiting for an ACK (Nagle's algorithm).
-    stream.set_nodelay(true)?;
+    // Small messages leave at once rather than waiting for an ACK (Nagle's algorithm). Not
+    // fatal: on some systems it fails (EINVAL) on a connection already reset, which the read
+    // below then reports as such.
+    let _ = stream.set_nodelay(true);
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0;
     loop {
@@ -206,13 +241,26 @@ async fn demo() -> io::Result<()> {
         stream.shutdown(Shutdown::Write)?;
     }
     drop(streams);
-    evloop::sleep(Duration::from_millis(20)).await;
+    // And a few that reset instead: each server task's read fails with ConnectionReset.
+    for id in 0..RESETS {
+        resetting_client(addr, CLIENTS + id).await?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while (tally.closed.get() < CLIENTS || tally.resets.get() < RESETS as u64)
+        && Instant::now() < deadline
+    {
+        evloop::sleep(Duration::from_millis(5)).await;
+    }
     server.cancel();
     evloop::yield_now().await;
     println!(
         "server: {} connections closed by their clients, {} bytes echoed",
         tally.closed.get(),
         tally.bytes.get()
+    );
+    println!(
+        "server: {} connections reset by their clients (SO_LINGER 0): counted, not printed",
+        tally.resets.get()
     );
     println!(
         "after closing: {} fds watched, {} tasks alive",
@@ -225,6 +273,12 @@ async fn demo() -> io::Result<()> {
             "the server did not see every byte and every close",
         ));
     }
+    if tally.resets.get() != RESETS as u64 {
+        return Err(io::Error::other(format!(
+            "the server counted {} reset connections; expected {RESETS}",
+            tally.resets.get()
+        )));
+    }
     if steady_changes != 0 {
         return Err(io::Error::other(format!(
             "{steady_changes} interest changes in the steady phase; expected none"
@@ -236,16 +290,63 @@ async fn demo() -> io::Result<()> {
     Ok(())
 }
 
-/// `--serve PORT`: echo on 127.0.0.1:PORT until killed.
+/// A client that does one round trip (so the server has accepted it and is reading), then
+/// resets the connection: `SO_LINGER` 0 makes the close send RST instead of FIN.
+async fn resetting_client(addr: SocketAddr, id: usize) -> io::Result<()> {
+    let stream = TcpStream::connect(addr).await?;
+    round_trip(&stream, id, 0).await?;
+    stream.set_linger(Some(Duration::ZERO))?;
+    drop(stream);
+    Ok(())
+}
+
+/// `--serve`: prints the count of reset connections at most once per `REPORT_EVERY`, and
+/// only when it changed.
+async fn report_resets(tally: Rc<ServerTally>) {
+    let mut shown = 0;
+    loop {
+        evloop::sleep(REPORT_EVERY).await;
+        let now = tally.resets.get();
+        if now != shown {
+            eprintln!(
+                "tcp_echo: {now} connections reset by their peers so far (+{} in the last {} s)",
+                now - shown,
+                REPORT_EVERY.as_secs()
+            );
+            shown = now;
+        }
+    }
+}
+
+/// `--serve PORT`: echo on 127.0.0.1:PORT until `SIGINT` or `SIGTERM`, then a summary.
 fn serve(port: u16) -> io::Result<()> {
     let event_loop = EventLoop::new()?;
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))?;
     eprintln!(
-        "tcp_echo: serving on {} ({} backend) until killed",
+        "tcp_echo: serving on {} ({} backend) until SIGINT or SIGTERM",
         listener.local_addr()?,
         event_loop.backend()
     );
-    event_loop.run_until_complete(accept_loop(listener, Rc::default()))
+    event_loop.run_until_complete(async {
+        let (mut int, mut term) = (signal(SIGINT)?, signal(SIGTERM)?);
+        let tally = Rc::new(ServerTally::default());
+        let server = evloop::spawn(accept_loop(listener, tally.clone()));
+        let reporter = evloop::spawn(report_resets(tally.clone()));
+        let name = match evloop::select(int.recv(), term.recv()).await {
+            Either::Left(_) => "SIGINT",
+            Either::Right(_) => "SIGTERM",
+        };
+        server.cancel();
+        reporter.cancel();
+        eprintln!(
+            "tcp_echo: {name}: exiting; {} connections closed by their peers ({} bytes echoed), \
+             {} reset by their peers",
+            tally.closed.get(),
+            tally.bytes.get(),
+            tally.resets.get()
+        );
+        Ok(())
+    })?
 }
 
 fn main() -> io::Result<()> {

@@ -43,7 +43,7 @@
 //! - **All signals blocked while the handler runs** (`sigfillset` for `sa_mask`, as libuv):
 //!   handlers for different signals never interleave on one thread.
 //! - **The previous disposition is saved** when the first loop asks for a signal and restored
-//!   when the last one stops asking (EDGE_CASES 48).
+//!   when the last one stops asking (edge case 48).
 //! - **Coalescing**: the kernel keeps at most one instance of a standard signal pending, and
 //!   a pending count is read-and-cleared by the loop; two `kill()`s may give one wake-up.
 //! - **Refused**: `SIGKILL`, `SIGSTOP` (they cannot be caught), `0`, negative numbers and
@@ -228,7 +228,12 @@ extern "C" fn on_signal(sig: libc::c_int) {
     errno_set(saved);
 }
 
-#[cfg(any(target_os = "linux", target_os = "redox", target_os = "emscripten"))]
+#[cfg(any(
+    target_os = "linux",
+    target_os = "redox",
+    target_os = "emscripten",
+    target_os = "dragonfly"
+))]
 fn errno_location() -> *mut libc::c_int {
     // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
     unsafe { libc::__errno_location() }
@@ -238,11 +243,7 @@ fn errno_location() -> *mut libc::c_int {
     // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
     unsafe { libc::__errno() }
 }
-#[cfg(any(
-    target_vendor = "apple",
-    target_os = "freebsd",
-    target_os = "dragonfly"
-))]
+#[cfg(any(target_vendor = "apple", target_os = "freebsd"))]
 fn errno_location() -> *mut libc::c_int {
     // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
     unsafe { libc::__error() }
@@ -325,7 +326,7 @@ fn restore(sig: libc::c_int, previous: &libc::sigaction) -> io::Result<()> {
 /// The loop watches [`read_fd`](SignalPipe::read_fd) for readability, then calls
 /// [`drain`](SignalPipe::drain) and [`take_pending`](SignalPipe::take_pending) for each of
 /// its signals. Because the byte stays in the pipe until drained, a signal that arrives
-/// before the loop blocks still ends its next wait (EDGE_CASES 47).
+/// before the loop blocks still ends its next wait (edge case 47).
 ///
 /// Several pipes may watch the same signal: each gets its own mark and byte (fan-out), and
 /// one process-wide handler serves them all. At most [`MAX_PIPES`] pipes exist at once.

@@ -19,7 +19,10 @@
 //! Every layout is compiled on **every** target (module [`layout`]), and each has a
 //! compile-time assertion of its size and field offsets, so a mistake in any of them fails
 //! every build, not only a build for that OS. The target's own layout is then chosen once,
-//! by `cfg`, as [`Kevent`].
+//! by `cfg`, as [`Kevent`]. Where the `libc` crate has a `struct kevent` (every kqueue system
+//! but libkqueue), ours is also compared with it at compile time, as an independent witness
+//! (`libc_witness!`); CI cross-checks every kqueue target rustup can install, so the two
+//! definitions meet on each of them.
 //!
 //! Two deliberate departures from the C headers, both layout-preserving:
 //! - `udata` is declared as an integer of pointer size (`usize`, or `isize` where the header
@@ -180,6 +183,118 @@ const _: () = {
         assert!(offset_of!(NetBsd, data) == 24);
     }
 };
+
+// ---- An independent witness: the `libc` crate's `struct kevent` ----
+//
+// The assertions above check our layouts against our own reading of the headers. On every
+// system where the `libc` crate declares `struct kevent` (the Apple systems and the four
+// BSDs; not Linux, so not libkqueue), our layout of that system is also compared with
+// libc's, written by other people from the same headers: the same size, every field at the
+// same offset and of the same size, the same alignment, and the same Rust type for every
+// field but `udata` (ours is an integer of pointer size, libc's a pointer; see the top of
+// this file). A disagreement fails the build for that target. Our FFI stays our own: libc's
+// type is only compared with, never used. `.ci/platforms` runs clippy for every kqueue
+// target that rustup can install, which evaluates these assertions there.
+//
+// One expected difference, on the Apple systems: XNU declares `struct kevent` inside
+// `#pragma pack(4)`, so its alignment is 4 even on 64-bit targets (libc says the same with
+// `repr(packed(4))`), while ours has the natural alignment (8 there). The size and every
+// offset are the same, so arrays have the same stride; ours is only more strictly aligned,
+// which is always acceptable where the C side expects 4, and is what libkqueue (which uses
+// this layout, without the pragma) expects. There the witness asserts "at least libc's".
+
+/// The size of a field, from a function that reads it (by value, so that it also works on
+/// libc's `repr(packed)` Apple struct, whose fields cannot be borrowed).
+#[cfg(any(
+    target_vendor = "apple",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "netbsd",
+    target_os = "dragonfly"
+))]
+const fn field_size<S, F>(_read: fn(S) -> F) -> usize {
+    size_of::<F>()
+}
+
+/// Compares one of our layouts with `libc::kevent` at compile time (see above): the size,
+/// the alignment (`exact`, or `at_least` libc's), the offset and size of every field in
+/// `fields`, and the Rust type of every field in `same_type`.
+#[cfg(any(
+    target_vendor = "apple",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "netbsd",
+    target_os = "dragonfly"
+))]
+macro_rules! libc_witness {
+    ($ours:ty, align: $align:ident, fields: [$($field:ident),+], same_type: [$($typed:ident),+]) => {
+        const _: () = {
+            type Libc = libc::kevent;
+            assert!(
+                size_of::<$ours>() == size_of::<Libc>(),
+                concat!("size of ", stringify!($ours), " differs from libc::kevent")
+            );
+            libc_witness!(@align $align, $ours, Libc);
+            $(
+                assert!(
+                    offset_of!($ours, $field) == offset_of!(Libc, $field),
+                    concat!("offset of ", stringify!($ours), ".", stringify!($field),
+                            " differs from libc::kevent")
+                );
+                assert!(
+                    field_size(|k: $ours| k.$field) == field_size(|k: Libc| k.$field),
+                    concat!("size of ", stringify!($ours), ".", stringify!($field),
+                            " differs from libc::kevent")
+                );
+            )+
+        };
+        // The same Rust type, field by field (signedness included: `filter` is compared with
+        // negative `EVFILT_*` numbers). Type-checked, never called.
+        const _: fn(libc::kevent) -> $ours = |k| {
+            let mut ours = <$ours>::default();
+            $(ours.$typed = k.$typed;)+
+            ours
+        };
+    };
+    (@align exact, $ours:ty, $libc:ty) => {
+        assert!(
+            align_of::<$ours>() == align_of::<$libc>(),
+            concat!("alignment of ", stringify!($ours), " differs from libc::kevent")
+        );
+    };
+    (@align at_least, $ours:ty, $libc:ty) => {
+        assert!(
+            align_of::<$ours>() >= align_of::<$libc>(),
+            concat!("alignment of ", stringify!($ours), " is below libc::kevent's")
+        );
+    };
+}
+
+// `udata` is compared by offset and size only: ours is an integer, libc's a pointer.
+#[cfg(target_vendor = "apple")]
+libc_witness!(layout::Apple, align: at_least,
+    fields: [ident, filter, flags, fflags, data, udata],
+    same_type: [ident, filter, flags, fflags, data]);
+
+#[cfg(target_os = "freebsd")]
+libc_witness!(layout::FreeBsd, align: exact,
+    fields: [ident, filter, flags, fflags, data, udata, ext],
+    same_type: [ident, filter, flags, fflags, data, ext]);
+
+#[cfg(target_os = "openbsd")]
+libc_witness!(layout::OpenBsd, align: exact,
+    fields: [ident, filter, flags, fflags, data, udata],
+    same_type: [ident, filter, flags, fflags, data]);
+
+#[cfg(target_os = "netbsd")]
+libc_witness!(layout::NetBsd, align: exact,
+    fields: [ident, filter, flags, fflags, data, udata],
+    same_type: [ident, filter, flags, fflags, data]);
+
+#[cfg(target_os = "dragonfly")]
+libc_witness!(layout::DragonFly, align: exact,
+    fields: [ident, filter, flags, fflags, data, udata],
+    same_type: [ident, filter, flags, fflags, data]);
 
 // ---- Flags: the same values on every system (only their C type differs) ----
 
