@@ -241,6 +241,50 @@ per_backend! {
         drop(n);
     }
 
+    fn edge_14_a_re_add_on_a_closed_or_regular_file_number_is_refused(backend: Backend) {
+        // remove_reader, close, add_reader again, all before the flush: the re-registration
+        // path must check the number like a new registration does — on every backend, not
+        // only where the kernel keeps state (epoll). A refused re-add leaves nothing behind:
+        // the number can be registered again once it names a socket.
+        let lp = new_loop(backend);
+        let base = base_for(backend);
+        let (_peer, b) = pair_at(base);
+        let fd = b.as_raw_fd();
+        lp.add_reader(fd, |_| {}).unwrap();
+        lp.run_nowait().unwrap();
+        assert!(lp.remove_reader(fd));
+        drop(b);
+        let err = lp.add_reader(fd, |_| {}).unwrap_err();
+        assert!(err.to_string().contains("Bad file descriptor"), "{backend}: {err}");
+        assert!(err.to_string().contains(&format!("fd {fd}")), "{backend}: {err}");
+        assert!(!lp.has_reader(fd));
+        lp.run_nowait().unwrap();
+        assert_eq!(lp.stats().fds, 0);
+        // The same with a regular file on the number: PermissionDenied.
+        let (_peer, b) = pair_at(base);
+        lp.add_reader(fd, |_| {}).unwrap();
+        lp.run_nowait().unwrap();
+        assert!(lp.remove_reader(fd));
+        drop(b);
+        let file = std::fs::File::open(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+        let on_number = dup_at_least(file.as_fd(), fd).unwrap();
+        assert_eq!(on_number.as_raw_fd(), fd);
+        let err = lp.add_reader(fd, |_| {}).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{backend}: {err}");
+        drop(on_number);
+        // Nothing stale is left: a socket on the number registers normally.
+        let (mut peer, b) = pair_at(base);
+        let calls = Rc::new(Cell::new(0));
+        let c = calls.clone();
+        lp.add_reader(fd, move |_| c.set(c.get() + 1)).unwrap();
+        peer.write_all(b"x").unwrap();
+        lp.run_nowait().unwrap();
+        assert_eq!(calls.get(), 1);
+        assert!(lp.remove_reader(fd));
+        lp.run_nowait().unwrap();
+        drop(b);
+    }
+
     fn edge_08_a_registered_fd_closed_behind_the_loops_back_does_not_spin(backend: Backend) {
         // Documented difference: poll and select report the closed fd once as an error
         // (the reader runs and its read fails with EBADF); epoll drops it silently, so the

@@ -17,7 +17,7 @@
 //! applied in order before any event is collected, so "delete, then add the same fd" in one
 //! batch does what it says.
 //!
-//! Quirks handled here (EDGE_CASES numbers in brackets):
+//! Quirks handled here (numbers in brackets: the cases of `docs/edge-cases.md`):
 //! - Timeouts are `timespec`: exact to the nanosecond (`timeout::to_timespec`) \[3, 4\]. The
 //!   event buffer is never empty: `kevent` with `nevents = 0` returns at once instead of
 //!   sleeping \[5\].
@@ -80,7 +80,7 @@ use crate::timeout::to_timespec;
 use crate::waker::Waker;
 
 /// The ident of the waker's `EVFILT_USER` knote. Fixed, and never confused with fd 0: events
-/// are matched on `(ident, filter)` (EDGE_CASES 22).
+/// are matched on `(ident, filter)` (edge case 22).
 const WAKER_IDENT: usize = 0;
 
 /// What the selector knows about one registered fd.
@@ -245,7 +245,7 @@ impl KqueueSelector {
     }
 }
 
-/// The errnos of a failed change that need no report (module docs; EDGE_CASES 21).
+/// The errnos of a failed change that need no report (module docs; edge case 21).
 fn is_benign(errno: i32) -> bool {
     if errno == libc::ENOENT || errno == libc::EBADF {
         return true;
@@ -318,6 +318,12 @@ impl Selector for KqueueSelector {
             Some(interest),
             known.is_some(),
         )?;
+        // The number may now name a regular file (kqueue would accept it, always readable):
+        // refused as at registration, and forgotten, like on every backend.
+        if let Err(e) = check_pollable(Backend::Kqueue, fd) {
+            let _ = self.unregister(fd);
+            return Err(e);
+        }
         // Pending changes for this fd are superseded: deleting both filters covers whatever
         // the kernel has (or a stale libkqueue knote has) for the number.
         let ident = fd as usize;
@@ -508,7 +514,7 @@ impl Selector for KqueueSelector {
     }
 
     /// Registers the `EVFILT_USER` knote (ident 0, `EV_CLEAR`) at once, so a trigger can
-    /// never come before it (that would be `ENOENT`; EDGE_CASES 46), and returns a waker
+    /// never come before it (that would be `ENOENT`; edge case 46), and returns a waker
     /// that triggers it. `None` where the kernel lacks `EVFILT_USER` (`EINVAL`).
     fn waker(&mut self) -> io::Result<Option<Waker>> {
         if !self.has_waker {
@@ -604,7 +610,7 @@ mod tests {
             .count()
     }
 
-    /// EDGE_CASES 21: with `EV_RECEIPT` every change comes back as `EV_ERROR` with its errno
+    /// edge case 21: with `EV_RECEIPT` every change comes back as `EV_ERROR` with its errno
     /// in `data`: 0 for success, ENOENT for deleting a knote that is not there, EBADF for a
     /// number that is not open.
     #[test]
@@ -622,7 +628,7 @@ mod tests {
         assert_eq!(errnos, [0, libc::ENOENT, libc::EBADF]);
     }
 
-    /// EDGE_CASES 20, the reason `reregister` deletes before it adds. A kernel drops an fd's
+    /// edge case 20, the reason `reregister` deletes before it adds. A kernel drops an fd's
     /// knotes when the fd is closed, so an `EV_ADD` for a new file under the same number is a
     /// fresh registration. libkqueue keeps the stale knote: the `EV_ADD` then modifies it,
     /// which its read filter refuses (and with `EV_RECEIPT` the refusal even reads as
@@ -679,7 +685,7 @@ mod tests {
         }
     }
 
-    /// EDGE_CASES 16, why `register` runs `fstat` first: kqueue itself accepts a regular file
+    /// edge case 16, why `register` runs `fstat` first: kqueue itself accepts a regular file
     /// and reports it readable at once, with `data` = the bytes left to EOF (libkqueue and
     /// the BSDs alike; FreeBSD's write filter would fire forever).
     #[test]
@@ -695,7 +701,7 @@ mod tests {
         assert_eq!(got[0].data as u64, len, "{got:?}");
     }
 
-    /// EDGE_CASES 5: a wait with an empty eventlist does not sleep; with one slot it does,
+    /// edge case 5: a wait with an empty eventlist does not sleep; with one slot it does,
     /// even with nothing registered. `select` always passes at least one slot.
     #[test]
     fn edge_05_an_empty_eventlist_returns_at_once() {
@@ -748,7 +754,7 @@ mod tests {
         assert_eq!(sel.apply_now(&mut again).unwrap(), [0]);
     }
 
-    /// EDGE_CASES 22 and 46: the waker's `EVFILT_USER` knote and an fd's `EVFILT_READ` knote
+    /// edge cases 22 and 46: the waker's `EVFILT_USER` knote and an fd's `EVFILT_READ` knote
     /// under the same ident are distinct, and two triggers give one event (`EV_CLEAR`).
     #[test]
     fn edge_22_user_and_read_knotes_with_one_ident_are_distinct() {
@@ -765,7 +771,7 @@ mod tests {
 }
 
 /// libkqueue only: behaviour of filters evloop does not use, recorded because it differs from a
-/// kernel kqueue (EDGE_CASES 39).
+/// kernel kqueue (edge case 39).
 #[cfg(all(test, evloop_libkqueue))]
 mod libkqueue_tests {
     use super::*;

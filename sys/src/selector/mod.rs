@@ -13,13 +13,13 @@
 //! - **Timeouts round up** (one function, `timeout.rs`); `Some(ZERO)` polls, `None` blocks.
 //! - **EINTR** ends the wait with `Ok` and no events (`cvt::cvt_wait`).
 //! - **Errors and hang-ups** are reported as readable *and* writable, masked by the interest
-//!   registered, so a reader-only and a writer-only registration both wake (EDGE_CASES 23).
+//!   registered, so a reader-only and a writer-only registration both wake (edge case 23).
 //! - **Bad input is an error, never UB**: registering twice, modifying or unregistering an
 //!   unknown fd, a negative fd, a closed fd, a regular file or directory (refused on *every*
 //!   backend, not only epoll: see [`FdKind`](crate::fd::FdKind)), an empty interest. Each error
 //!   names the backend, the operation and the fd. Unregistering an fd that was closed behind
 //!   the selector's back succeeds.
-//! - **A registered fd closed behind our back** (EDGE_CASES 8) is reported once as an error
+//! - **A registered fd closed behind our back** (edge case 8) is reported once as an error
 //!   event on poll and select (which would otherwise spin or fail every call) and is then
 //!   ignored until unregistered; epoll and kqueue drop it silently, as the kernel does.
 //! - **Waking**: [`Selector::waker`] hands out the selector's own waker where it has one
@@ -158,7 +158,7 @@ impl Event {
 
 /// A reusable buffer of events filled by [`Selector::select`]. It never grows inside
 /// `select`: at most `capacity` events come back per call, the rest on a later call
-/// (EDGE_CASES 6). epoll round-robins its ready list, so nothing starves there; poll and
+/// (edge case 6). epoll round-robins its ready list, so nothing starves there; poll and
 /// select scan from the lowest fd, so with more ready fds than `capacity` the higher ones
 /// wait until the lower ones are drained. The loop doubles its buffer whenever a wait fills
 /// it, so this only lasts until the buffer fits the ready set.
@@ -170,7 +170,7 @@ pub struct Events {
 
 impl Events {
     /// A buffer for up to `capacity` events per call (at least 1: `epoll_wait` and `kevent`
-    /// need a non-empty buffer even to sleep; EDGE_CASES 5).
+    /// need a non-empty buffer even to sleep; edge case 5).
     pub fn with_capacity(capacity: usize) -> Events {
         let capacity = capacity.max(1);
         Events {
@@ -372,7 +372,7 @@ fn unavailable(b: Backend) -> io::Error {
 /// A readiness selector: the one interface between the loop and the kernel.
 ///
 /// Implementations keep their own record of what is registered (one entry per fd, read and
-/// write interest merged: EDGE_CASES 13), so misuse is caught in user space with a clear error
+/// write interest merged: edge case 13), so misuse is caught in user space with a clear error
 /// before any syscall.
 pub trait Selector: fmt::Debug + Send {
     /// Starts watching `fd` for `interest`.
@@ -402,12 +402,16 @@ pub trait Selector: fmt::Debug + Send {
     /// registration had to be made.
     ///
     /// The loop calls this when an fd is removed and added again before its removal reached
-    /// the kernel (DESIGN §3 "fd reuse"): it cannot know whether the user closed the fd in
+    /// the kernel (`docs/06-readers-writers.md`, "the special problem of fd reuse"): it cannot know whether the user closed the fd in
     /// between. Backends without kernel state (poll, select) make no syscall; epoll tries
     /// `EPOLL_CTL_ADD` and takes `EEXIST` as "still the same file" (libev's trick).
     ///
+    /// Every backend checks the number as [`Selector::register`] does (a closed fd: `EBADF`;
+    /// a regular file or directory: `PermissionDenied`), so poll and select pay one `fstat`.
+    ///
     /// # Errors
-    /// `NotFound` if `fd` is not registered; the kernel's error for a new registration.
+    /// `NotFound` if `fd` is not registered; the error a new registration would get. After an
+    /// error the fd is no longer registered (the loop's registry relies on it).
     fn reregister(&mut self, fd: RawFd, interest: Interest) -> io::Result<bool>;
 
     /// Waits until a registered fd is ready or `timeout` passes, and fills `events` (cleared
@@ -658,7 +662,7 @@ pub(crate) fn check_known(
 }
 
 /// The check poll and select make at registration, since their syscalls would accept a bad fd
-/// and fail later (POLLNVAL forever, or `EBADF` from every `select`; EDGE_CASES 14, 16):
+/// and fail later (POLLNVAL forever, or `EBADF` from every `select`; edge cases 14, 16):
 /// the fd must be open and not a regular file or directory. One `fstat`.
 pub(crate) fn check_pollable(backend: Backend, fd: RawFd) -> io::Result<()> {
     match crate::fd::probe(fd) {

@@ -7,7 +7,7 @@
 //! Data: a dense `Vec<pollfd>` handed to `poll` as is, plus an fd -> index map, so removal is
 //! O(1): swap the last entry into the hole and fix its index.
 //!
-//! Quirks handled here (EDGE_CASES numbers in parentheses):
+//! Quirks handled here (numbers in parentheses: the cases of `docs/edge-cases.md`):
 //! - Millisecond timeouts, rounded up by `timeout::to_millis` (3).
 //! - `poll` accepts any number and reports `POLLNVAL` for one that is not open, on *every*
 //!   call: a busy loop (8, 14). So `register` checks the fd with one `fstat` (closed numbers
@@ -114,6 +114,13 @@ impl Selector for PollSelector {
             Some(interest),
             known.is_some(),
         )?;
+        // The number may have been closed and reused meanwhile: check it as a new registration
+        // is checked (closed: EBADF; a regular file: EPERM). A refused fd is forgotten, as on
+        // every backend, so that the caller's rollback leaves nothing stale behind.
+        if let Err(e) = check_pollable(Backend::Poll, fd) {
+            let _ = self.unregister(fd);
+            return Err(e);
+        }
         // No kernel state: the number is passed afresh on every call, so whatever file it names
         // now is what gets watched. Un-park it in case it had been reported closed.
         let (i, _) = known.unwrap_or_default();

@@ -6,7 +6,7 @@
 //!
 //! ## The special problem of `FD_SETSIZE`
 //! glibc's `fd_set` is a fixed array of 1024 bits, and `FD_SET(fd >= 1024)` writes past it:
-//! stack corruption, or an abort under `_FORTIFY_SOURCE` (EDGE_CASES 15). The kernel, though,
+//! stack corruption, or an abort under `_FORTIFY_SOURCE` (edge case 15). The kernel, though,
 //! takes any `nfds` and reads `ceil(nfds / 64)` words. So we never use `fd_set` or `FD_SET`:
 //! the sets are our own `Vec<c_ulong>` bit arrays, laid out exactly as the kernel reads them.
 //! - [`SelectSelector::new`] (backend `select`) grows them to fit the highest fd, as libevent
@@ -223,6 +223,12 @@ impl Selector for SelectSelector {
     fn reregister(&mut self, fd: RawFd, interest: Interest) -> io::Result<bool> {
         let known = self.registered.contains(fd);
         check_known(self.backend_name(), Op::Register, fd, Some(interest), known)?;
+        // Checked like a new registration (closed: EBADF; a regular file: EPERM), and forgotten
+        // when refused, as on every backend.
+        if let Err(e) = check_pollable(self.backend_name(), fd) {
+            let _ = self.unregister(fd);
+            return Err(e);
+        }
         // No kernel state: whatever file the number names now is what gets watched.
         self.registered.insert(fd, (interest, false));
         self.set_bits(fd, interest);
@@ -233,7 +239,7 @@ impl Selector for SelectSelector {
     fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
         let words = self.nfds.div_ceil(BITS);
-        // Rebuild the working sets and the timeval before every call (EDGE_CASES 2).
+        // Rebuild the working sets and the timeval before every call (edge case 2).
         self.read[..words].copy_from_slice(&self.want_read[..words]);
         self.write[..words].copy_from_slice(&self.want_write[..words]);
         let mut tv = to_timeval(timeout);
