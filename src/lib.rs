@@ -7,22 +7,38 @@
 //! explains each idea and points back here.
 //!
 //! ```text
-//!  examples/ tests/ benches/                    users of the public API
-//!  =======================================================================
-//!  event_loop.rs  EventLoop: run_forever / run_once / stop / close
-//!   ready.rs      FIFO ready deque (call_soon, I/O callbacks, threadsafe calls)
-//!   timers.rs     4-ary heap timer queue keyed (deadline, seq)
-//!   registry.rs   fd -> (reader, writer); batched interest; the only Selector caller
-//!   handle.rs     Handle, TimerHandle (cancel)
-//!   remote.rs     Remote: call_soon_threadsafe (mutexed queue + waker)
-//!  #![forbid(unsafe_code)] ............................ no unsafe above this line
-//!  =======================================================================
-//!  evloop-sys     Selector trait + epoll/poll/select backends, Waker, fd helpers
+//!  examples/ tests/ benches/                            users of the public API
+//!  =============================================================================
+//!  net/         TCP, UDP, Unix sockets (Async<T>), streams, start_server     ─┐
+//!  signals.rs   add_signal_handler, signal() streams                          │ import
+//!  -----------------------------------------------------------------------   │ only
+//!  task/        Task (core.rs), wakers, spawn / run_until_complete (run.rs),  │ what is
+//!               Promise, sleep / timeout, join_all / select / TaskGroup,      │ below
+//!               to_thread, Event / Queue / Semaphore, channels                │ them
+//!  -----------------------------------------------------------------------   │
+//!  reactor      event_loop.rs  EventLoop, its state, run / stop / settings    │
+//!               iteration.rs   the six steps of one iteration                 │
+//!               scheduling.rs  call_soon / call_later / add_reader ...        │
+//!               close.rs       close, panic-safe                              │
+//!               ready.rs       the FIFO ready deque                           │
+//!               timers.rs      4-ary timer heap keyed (deadline, seq)         │
+//!               registry.rs    fd -> (reader, writer); batched interest       │
+//!               remote.rs      call_soon_threadsafe: mutexed queue + waker    │
+//!               runnable.rs    what tasks are to the reactor: keyed, wakeable │
+//!               handle.rs      Handle, TimerHandle                            │
+//!               diagnostics.rs trace.rs   the diagnostics sink, the narration │
+//!  #![forbid(unsafe_code)] ................................. no unsafe above ─┘
+//!  =============================================================================
+//!  evloop-sys   Selector trait: epoll, kqueue, poll, select (growable, strict);
+//!               Waker (eventfd, pipe, EVFILT_USER); signal self-pipe; fd and
+//!               socket syscalls. Every unsafe block and every syscall lives here.
 //! ```
 //!
-//! Read in this order: [`EventLoop`] (`event_loop.rs`, the six steps of an iteration), then
-//! `ready.rs`, `timers.rs`, `registry.rs`, `remote.rs`, `handle.rs`; below them the
-//! [`evloop_sys`] crate.
+//! Read in this order: [`EventLoop`] (`event_loop.rs`), `iteration.rs` (the six steps), then
+//! `scheduling.rs`, `ready.rs`, `timers.rs`, `registry.rs`, `remote.rs`, `runnable.rs`,
+//! `handle.rs`, `close.rs`; then the task layer ([`task`]: `core.rs`, `waker.rs`, `run.rs`),
+//! then [`net`] and [`signals`]; below them the [`evloop_sys`] crate. The repository's
+//! `docs/README.md` is the teaching reference built on this code.
 //!
 //! ```
 //! use std::time::Duration;
@@ -41,21 +57,28 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod close;
+pub mod diagnostics;
 mod event_loop;
 mod handle;
+mod iteration;
 pub mod net;
 mod ready;
 mod registry;
 mod remote;
+mod runnable;
+mod scheduling;
 pub mod signals;
 pub mod task;
 mod timers;
+mod trace;
 mod weak;
 pub use weak::WeakEventLoop;
 
 use std::fmt;
 use std::time::Duration;
 
+pub use diagnostics::{Diagnostic, DiagnosticKind};
 pub use event_loop::{EventLoop, DEFAULT_SLOW_CALLBACK, MAX_DELAY};
 pub use evloop_sys::{Backend, Interest};
 pub use handle::{Handle, TimerHandle};

@@ -13,11 +13,11 @@
 //!   reference-count increment, not an allocation: no allocation per I/O event;
 //! - [`Ready::Remote`]: a closure handed over by `Remote::call_soon_threadsafe`, moved in
 //!   from the cross-thread queue without re-boxing;
-//! - [`Ready::Task`]: one step of a task (`src/task/core.rs`); a wake-up queues it by
-//!   cloning the task's `Rc`, so waking allocates nothing.
+//! - [`Ready::Step`]: one step of a runnable (`runnable.rs`; the task layer's tasks); a
+//!   wake-up queues it by cloning its `Rc`, so waking allocates nothing.
 //!
 //! Cancelling is a flag: `remove_reader` sets [`IoWatcher::cancelled`] on a watcher that may
-//! already be queued in this iteration, and the run step skips it (EDGE_CASES 11).
+//! already be queued in this iteration, and the run step skips it (edge case 11).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -25,6 +25,7 @@ use std::panic::Location;
 use std::rc::Rc;
 
 use crate::handle::Callback;
+use crate::runnable::Runnable;
 use crate::EventLoop;
 
 /// A closure sent from another thread, with where it was sent from.
@@ -61,8 +62,8 @@ pub(crate) enum Ready {
     Callback(Rc<dyn Callback>),
     Io(Rc<IoWatcher>),
     Remote(RemoteCallback),
-    /// One step of a task (`src/task/core.rs`): queued at spawn and by each wake-up.
-    Task(Rc<dyn crate::task::core::TaskRun>),
+    /// One step of a runnable (a task of `src/task/`): queued at spawn and by each wake-up.
+    Step(Rc<dyn Runnable>),
 }
 
 impl Ready {
@@ -72,7 +73,7 @@ impl Ready {
             Ready::Callback(c) => c.location(),
             Ready::Io(w) => w.location,
             Ready::Remote(r) => r.location,
-            Ready::Task(t) => t.header().location,
+            Ready::Step(r) => r.location(),
         }
     }
 
@@ -83,7 +84,7 @@ impl Ready {
             Ready::Io(w) if w.writer => "writer",
             Ready::Io(_) => "reader",
             Ready::Remote(_) => "threadsafe callback",
-            Ready::Task(_) => "task step",
+            Ready::Step(_) => "task step",
         }
     }
 
@@ -100,7 +101,7 @@ impl Ready {
                 }
                 // Calls user code. It may remove or replace this very watcher (we hold our
                 // own `Rc`, so it stays alive until we return) or close the fd; we touch
-                // neither the registry nor the fd afterwards (EDGE_CASES 12).
+                // neither the registry nor the fd afterwards (edge case 12).
                 let mut callback = watcher.callback.borrow_mut();
                 (callback)(event_loop);
                 true
@@ -110,9 +111,9 @@ impl Ready {
                 (remote.callback)(event_loop);
                 true
             }
-            Ready::Task(task) => {
-                // Calls user code (the future's poll); a panic is caught inside the step.
-                task.step(event_loop);
+            Ready::Step(runnable) => {
+                // Calls user code (a task's poll); a panic is caught inside the step.
+                runnable.run(event_loop);
                 true
             }
         }

@@ -17,7 +17,7 @@
 //! **Coalescing**: while a wake is pending, producers only push: many posts cost one
 //! `write(2)` and one loop pass. **No lost wake-up**: the loop drains the waker and clears
 //! `pending` under the same lock it takes the queue with, so a closure pushed after the swap
-//! finds `pending == false` and writes again (EDGE_CASES 45); the waker fd stays readable until
+//! finds `pending == false` and writes again (edge case 45); the waker fd stays readable until
 //! drained, so a wake sent before the loop blocks ends its next wait at once.
 //! **Close**: the waker fd is closed under the lock too, so no producer can ever write to a
 //! closed (and possibly reused) fd number.
@@ -29,14 +29,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use evloop_sys::Waker;
 
 use crate::ready::RemoteCallback;
-use crate::task::core::TaskKey;
+use crate::runnable::Key;
 use crate::{EventLoop, LoopClosed};
 
 /// What other threads send: a closure to run, or a task to wake.
 pub(crate) enum RemoteItem {
     Call(RemoteCallback),
-    /// A task waker used on another thread: no closure, no allocation.
-    Wake(TaskKey),
+    /// A task's waker used on another thread: a key, no closure, no allocation.
+    Wake(Key),
 }
 
 pub(crate) struct RemoteState {
@@ -81,9 +81,10 @@ impl Shared {
         })
     }
 
-    /// Queues a task wake-up from another thread and wakes the loop (coalesced like
-    /// callbacks). A closed loop ignores it: waking a task of a dead loop is a no-op.
-    pub(crate) fn wake_task(&self, key: TaskKey) {
+    /// Queues a wake-up of the runnable `key` (a task) from another thread and wakes the
+    /// loop (coalesced like callbacks). A closed loop ignores it: waking a task of a dead loop
+    /// is a no-op.
+    pub(crate) fn wake_key(&self, key: Key) {
         let _ = self.lock().post(Some(RemoteItem::Wake(key)));
     }
 

@@ -22,7 +22,7 @@
 //! thread-local table maps each loop to a `Weak` of its state. The pipe (two fds) stays until
 //! the loop closes, even when no handler is left.
 //!
-//! **Contract** (EDGE_CASES 47, 48; tests in `tests/signals.rs`):
+//! **Contract** (edge cases 47, 48; tests in `tests/signals.rs`):
 //! - Callbacks run on the loop thread, in a normal callback context: they may call any loop
 //!   method, `remove_signal_handler` on themselves included (they are not called again).
 //!   `handler_runs_on_the_loop_thread`, `handler_removing_itself_is_not_called_again`.

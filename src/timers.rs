@@ -5,10 +5,10 @@
 //!
 //! - **Order.** The heap pops the earliest deadline; ties go to the timer scheduled first,
 //!   because every push takes the next sequence number (a heap alone is not stable;
-//!   EDGE_CASES 36). asyncio leaves equal deadlines unordered; we promise FIFO.
+//!   edge case 36). asyncio leaves equal deadlines unordered; we promise FIFO.
 //! - **Cancel is lazy.** `TimerHandle::cancel` only marks the cell; the entry stays in the heap
 //!   until it reaches the top, where [`Timers::next_deadline`] and [`Timers::expire`] discard
-//!   it (so a cancelled near timer does not cause a useless wake-up; EDGE_CASES 38). When
+//!   it (so a cancelled near timer does not cause a useless wake-up; edge case 38). When
 //!   cancelled entries exceed half the heap (and the heap holds more than
 //!   [`COMPACT_MIN`]), the heap is rebuilt without them, so memory stays within a constant
 //!   factor of the live timers. The simpler alternative, an indexed heap with O(log n)

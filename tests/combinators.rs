@@ -65,7 +65,11 @@ per_backend! {
         assert_eq!(lp.stats().timers, 1, "the loser's timer was cancelled (the watchdog remains)");
         let first = lp
             .run_until_complete(evloop::race((1..=3u64).rev().map(|i| async move {
-                evloop::sleep(Duration::from_millis(i * 3)).await;
+                // The last in the list is the only one ready at once: the winner whatever
+                // the machine's load (timers alone could all expire in one iteration).
+                if i > 1 {
+                    evloop::sleep(Duration::from_millis(i * 3)).await;
+                }
                 i
             })))
             .unwrap();
@@ -167,6 +171,24 @@ per_backend! {
             })
             .unwrap();
         assert_eq!(result, Err(GroupError::Cancelled));
+    }
+
+    fn edge_40_an_interval_with_a_huge_period_ticks_once_then_waits(backend: Backend) {
+        // Duration::MAX used to overflow the Instant on the first tick (a panic); the period
+        // is clamped to MAX_DELAY like every other delay. Every missed-tick policy.
+        use evloop::task::MissedTick;
+        let lp = new_loop(backend);
+        for policy in [MissedTick::Burst, MissedTick::Delay, MissedTick::Skip] {
+            lp.run_until_complete(async move {
+                let mut every = evloop::interval(Duration::MAX);
+                every.set_missed_tick(policy);
+                assert_eq!(every.period(), evloop::MAX_DELAY);
+                every.tick().await; // the first tick is immediate
+                let second = evloop::timeout(Duration::from_millis(5), every.tick()).await;
+                assert!(second.is_err(), "{policy:?}: the second tick is a century away");
+            })
+            .unwrap();
+        }
     }
 
     fn interval_ticks_on_its_grid_and_each_missed_tick_policy_holds(backend: Backend) {

@@ -170,3 +170,102 @@ fn trace_mode_narrates_task_steps_and_wakeups_and_debug_mode_names_slow_steps() 
         slow[0]
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// The diagnostics sink: records captured in-process, per backend.
+
+/// Installs a handler that keeps every record.
+fn collect(lp: &EventLoop) -> std::rc::Rc<std::cell::RefCell<Vec<evloop::Diagnostic>>> {
+    let records = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let r = records.clone();
+    lp.set_diagnostics_handler(move |d| r.borrow_mut().push(d.clone()));
+    records
+}
+
+per_backend! {
+    fn the_sink_receives_the_six_steps_in_order_with_their_iteration(backend: Backend) {
+        use evloop::diagnostics::Step;
+        let lp = new_loop(backend);
+        let records = collect(&lp);
+        lp.set_trace(true);
+        let (mut a, b) = pair();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&b);
+        lp.add_reader(fd, |lp| lp.stop()).unwrap();
+        lp.call_later(Duration::ZERO, |_| {});
+        std::io::Write::write_all(&mut a, b"x").unwrap();
+        lp.run_forever().unwrap();
+        lp.remove_reader(fd);
+        let records = records.borrow();
+        let first = records[0].iteration;
+        let steps: Vec<u8> = records
+            .iter()
+            .filter(|d| d.iteration == first)
+            .filter_map(|d| d.step.map(|s| s.number()))
+            .collect();
+        // Steps 1 (flush) and 5 (timers) are said only when they did something.
+        assert!(steps.windows(2).all(|w| w[0] < w[1]), "steps out of order: {steps:?}");
+        for needed in [2, 3, 4, 6] {
+            assert!(steps.contains(&needed), "step {needed} missing: {steps:?}");
+        }
+        let wait = records.iter().find(|d| d.step == Some(Step::Wait) && d.message.contains(" R")).expect("a wait that saw the readable fd");
+        assert_eq!(wait.fd, Some(fd), "one ready fd is named in the record");
+        assert!(wait.duration.is_some());
+        assert!(records.iter().all(|d| d.kind == evloop::DiagnosticKind::Trace));
+        // The default sink's text is the record's Display.
+        assert!(wait.to_string().starts_with(&format!("evloop[{}] 3 {backend}: ", wait.iteration)), "{wait}");
+    }
+
+    fn slow_callbacks_dropped_tasks_and_unhandled_errors_are_typed_records(backend: Backend) {
+        use evloop::DiagnosticKind;
+        let lp = new_loop(backend);
+        let records = collect(&lp);
+        lp.set_debug(true);
+        lp.set_slow_callback_duration(Duration::ZERO); // every callback is "slow"
+        lp.call_soon(|_| {});
+        lp.run_nowait().unwrap();
+        // A detached task that panics, with no exception handler: an Unhandled record.
+        drop(lp.spawn(async { panic!("nobody awaits me") }));
+        lp.run_nowait().unwrap();
+        // A task still pending at close, in debug mode: a TasksDropped record.
+        drop(lp.spawn(std::future::pending::<()>()));
+        lp.run_nowait().unwrap();
+        lp.close().unwrap();
+        let records = records.borrow();
+        let slow = records.iter().find(|d| d.kind == DiagnosticKind::SlowCallback).expect("a slow-callback record");
+        assert!(slow.message.contains("callback scheduled at tests/diagnostics.rs"), "{slow:?}");
+        assert!(slow.duration.is_some());
+        let unhandled: Vec<_> = records.iter().filter(|d| d.kind == DiagnosticKind::Unhandled).collect();
+        assert_eq!(unhandled.len(), 1, "{unhandled:?}");
+        assert!(unhandled[0].message.contains("task exception was never retrieved: nobody awaits me"));
+        let dropped: Vec<_> = records.iter().filter(|d| d.kind == DiagnosticKind::TasksDropped).collect();
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert!(dropped[0].message.contains("closed with 1 pending task(s)"), "{dropped:?}");
+    }
+}
+
+#[test]
+fn child_handler_silences_stderr() {
+    if !is_child("child_handler_silences_stderr") {
+        return;
+    }
+    let lp = EventLoop::new().unwrap();
+    let count = std::rc::Rc::new(std::cell::Cell::new(0));
+    let c = count.clone();
+    lp.set_diagnostics_handler(move |_| c.set(c.get() + 1));
+    lp.set_trace(true);
+    lp.set_debug(true);
+    lp.call_soon(|_| {});
+    lp.run_nowait().unwrap();
+    drop(lp.spawn(async { panic!("reported to the handler") }));
+    lp.run_nowait().unwrap();
+    assert!(count.get() > 5);
+    eprintln!("RECORDS: {}", count.get());
+}
+
+#[test]
+fn with_a_diagnostics_handler_the_loop_writes_nothing_to_stderr() {
+    let stderr = run_child("child_handler_silences_stderr", &[]);
+    let from_the_loop: Vec<&str> = stderr.lines().filter(|l| l.starts_with("evloop")).collect();
+    assert!(from_the_loop.is_empty(), "{from_the_loop:?}");
+    assert!(stderr.contains("RECORDS: "), "{stderr}");
+}

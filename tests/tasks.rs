@@ -276,7 +276,15 @@ per_backend! {
             evloop::sleep(Duration::from_millis(2)).await;
             d.set(true);
         }));
-        lp.run_until_complete(evloop::sleep(Duration::from_millis(20))).unwrap();
+        // Wait for the orphan without racing its timer against ours (the watchdog fails the
+        // test if it never finishes).
+        let d = done.clone();
+        lp.run_until_complete(async move {
+            while !d.get() {
+                evloop::yield_now().await;
+            }
+        })
+        .unwrap();
         assert!(done.get());
         assert_eq!(lp.stats().tasks, 0);
     }

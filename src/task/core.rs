@@ -1,34 +1,26 @@
 //! Tasks: a [`Task`] drives a Rust `Future` one step at a time, each step scheduled on the
 //! loop's ready deque exactly like a `call_soon` callback (asyncio's `Task.__step`).
 //!
-//! Layer: the task layer, directly on the reactor (`src/ready.rs`, `src/remote.rs`). Read
-//! `promise.rs` next, then `time.rs`.
+//! Layer: the task layer, on the reactor: a task is a *runnable* (`src/runnable.rs`) kept in
+//! the loop's slab, its steps are `Ready::Step` entries of the ready deque (`src/ready.rs`), and
+//! its waker (`waker.rs`) wakes it by key. The reactor knows nothing of futures. Read
+//! `waker.rs` next, then `run.rs` (spawn and `run_until_complete`), `promise.rs`, `time.rs`.
 //!
 //! ```text
-//!   spawn(fut) ──> TaskCell in the loop's task slab ──> Ready::Task queued (step 1)
-//!        step: scheduled = false; poll(fut, cx with the task's Waker)
-//!          Ready(v)  -> store v, drop the future, wake whoever awaits the Task
-//!          Pending   -> nothing queued: the future stored the Waker somewhere
-//!        wake (loop thread):  slab[key] -> if !scheduled { scheduled = true; push Ready::Task }
+//!   spawn(fut) ──> TaskCell in the loop's slab ──> Ready::Step queued      Queued
+//!        step:  Queued -> Running; poll(fut, cx with the task's Waker)
+//!          Ready(v)  -> store v, drop the future, wake whoever awaits       Done
+//!          Pending   -> Waiting (or Queued, if woken during the poll)
+//!        wake (loop thread):  slab[key] -> try_queue: Waiting -> Queued, push Ready::Step
 //!        wake (other thread): Remote queue gets Wake(key) -> the loop does the above
 //! ```
 //!
-//! **Invariant** (on [`TaskCell`]): a live task is either queued for exactly one step
-//! (`scheduled == true`) or waiting on wakers (`scheduled == false`), never queued twice: N
-//! wakes before a step give one step. A wake during the task's own poll queues the next step
-//! for the *next* iteration (the snapshot rule), which is how [`yield_now`](crate::yield_now)
-//! yields.
-//!
-//! **Wakers** are `Send + Sync`, built with `std::task::Wake` (no `unsafe`): a `TaskWaker`
-//! holds the task's key `(loop id, slab index, generation)`, the loop's thread id and the
-//! loop's `Remote` queue. On the loop's thread a wake finds the loop through a thread-local
-//! table and queues the step without a lock or an allocation; from another thread it goes
-//! through the `Remote` queue (no allocation either: a key, not a closure). A wake for a task
-//! that finished (generation mismatch) or whose loop is gone (the `Weak` fails) is a no-op.
-//! Each task gets its waker once, at spawn; a finished task's waker that nobody else holds is
-//! recycled for the next spawn, so a steady stream of tasks allocates no wakers at all.
+//! **The state machine** is one enum, [`Phase`]: a live task is queued for exactly one step,
+//! or waiting on wakers, or running (and then possibly already queued again, or asked to
+//! cancel); N wakes before a step give one step. A wake during the task's own poll queues the
+//! next step for the *next* iteration (the snapshot rule), which is how
+//! [`yield_now`](crate::yield_now) yields.
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::Future;
@@ -36,21 +28,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::ThreadId;
+use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::{Inner, LoopId};
+use super::waker::TaskWaker;
+use crate::event_loop::{find_loop, Inner};
 use crate::ready::Ready;
-use crate::remote::Shared;
+use crate::runnable::{Abandoned, Key, Runnable};
+use crate::trace;
 use crate::EventLoop;
-
-/// Where a task lives: which loop, which slab slot, which occupant of that slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TaskKey {
-    pub(crate) loop_id: LoopId,
-    pub(crate) index: u32,
-    pub(crate) generation: u32,
-}
 
 /// Why a task did not produce its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +43,8 @@ pub enum TaskError {
     /// [`Task::cancel`] (or a [`TaskGroup`](crate::TaskGroup) sibling's failure, or the loop's
     /// close) dropped the future before it finished.
     Cancelled,
-    /// The future panicked; the panic's message.
+    /// The future panicked (in a step, or in its destructor when cancelled); the panic's
+    /// message.
     Panicked(String),
 }
 
@@ -73,100 +59,68 @@ impl fmt::Display for TaskError {
 
 impl std::error::Error for TaskError {}
 
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_string()
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Waker
-
-pub(crate) struct TaskWaker {
-    pub(crate) key: TaskKey,
-    owner: ThreadId,
-    remote: Arc<Shared>,
-}
-
-thread_local! {
-    static THIS_THREAD: ThreadId = std::thread::current().id();
-}
-
-pub(crate) fn this_thread() -> ThreadId {
-    THIS_THREAD.with(|t| *t)
-}
-
-impl Wake for TaskWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        if this_thread() == self.owner {
-            if let Some(inner) = crate::event_loop::find_loop(self.key.loop_id) {
-                inner.schedule_task(self.key, false);
-            }
-        } else {
-            self.remote.wake_task(self.key);
-        }
-    }
-}
+pub(crate) use crate::diagnostics::panic_message;
 
 // ---------------------------------------------------------------------------------------
 // The task cell
 
-/// The loop's view of a task: something it can step, cancel and drop.
-pub(crate) trait TaskRun {
-    /// Runs one step. Calls user code (the future's `poll`).
-    fn step(self: Rc<Self>, event_loop: &EventLoop);
-    fn header(&self) -> &Header;
-    /// Drops the future without running it again (loop close, or a cancel with the loop
-    /// gone); the task's result becomes [`TaskError::Cancelled`].
-    fn abandon(&self) -> Abandoned;
-}
-
-/// What [`TaskRun::abandon`] did.
-pub(crate) enum Abandoned {
-    /// The task had already finished: nothing to drop.
-    AlreadyDone,
-    /// The future was dropped.
-    Dropped,
-    /// The future was dropped and its destructor panicked with this message (caught).
-    DestructorPanicked(String),
+/// Where a task is in its life. Every transition is in this file:
+///
+/// ```text
+///   spawn ─> Queued ──step──> Running{woken: false, cancel: false}
+///                                │ a wake during the poll:  woken = true (step queued)
+///                                │ cancel() during the poll: cancel = true
+///            poll returns ───────┤ Ready / panic ───────────────────────────> Done
+///                                │ Pending, cancel ─────────────────────────> Done
+///                                │ Pending, woken ──> Queued
+///                                └ Pending ─────────> Waiting ──wake──> Queued
+///   cancel() while Queued or Waiting: the future is dropped at once ────────> Done
+/// ```
+///
+/// Illegal combinations cannot be written down: a task is never queued twice, never both
+/// finished and queued, and "cancel requested" exists only while a poll is in progress (a
+/// cancel at any other time finishes the task at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// A step is in the ready deque.
+    Queued,
+    /// Parked: some waker will queue its next step.
+    Waiting,
+    /// Inside its future's `poll`. `woken`: a wake came during the poll, so the next step is
+    /// queued already; `cancel`: [`Task::cancel`] was called during the poll, and the task
+    /// finishes when the poll returns `Pending`.
+    Running { woken: bool, cancel: bool },
+    /// Finished: with its output, a panic, or cancelled. `cancelled`: `cancel()` was called
+    /// before it finished (a poll that returned `Ready` meanwhile keeps its value).
+    Done { cancelled: bool },
 }
 
 /// What every task has, whatever its future.
 pub(crate) struct Header {
-    /// Queued for a step (see the invariant in the module docs).
-    pub(crate) scheduled: Cell<bool>,
-    /// Inside its future's `poll` right now.
-    running: Cell<bool>,
-    cancel_requested: Cell<bool>,
-    done: Cell<bool>,
-    /// The `Task` handle was dropped: nobody will read the output.
+    phase: Cell<Phase>,
+    /// The `Task` handle was dropped: nobody will read the output. Not part of the phase: it
+    /// says who holds the handle, and it stays true after the task finished.
     detached: Cell<bool>,
-    pub(crate) key: Cell<Option<TaskKey>>,
-    /// The task's waker, and the `Arc` behind it (kept so that the loop can reuse it for
-    /// another task once nobody else holds it: see `Inner::recycle_waker`).
+    /// The task's key in the loop's slab while it is live.
+    key: Cell<Option<Key>>,
+    /// The task's waker, and the `Arc` behind it (kept so that it can be recycled for another
+    /// task once nobody else holds it: `TaskWaker::recycle`).
     waker: RefCell<Option<(Waker, Arc<TaskWaker>)>>,
-    pub(crate) name: RefCell<Option<String>>,
-    pub(crate) location: &'static Location<'static>,
+    name: RefCell<Option<String>>,
+    location: &'static Location<'static>,
     /// Steps run so far (trace mode numbers them).
     steps: Cell<u32>,
 }
 
 impl Header {
-    /// `name` or `<unnamed>`, with the spawn location: how traces and reports name a task.
-    pub(crate) fn label(&self) -> String {
-        format!(
-            "{}@{}",
-            self.name.borrow().as_deref().unwrap_or("<unnamed>"),
-            self.location
+    fn is_done(&self) -> bool {
+        matches!(self.phase.get(), Phase::Done { .. })
+    }
+
+    fn is_cancelled(&self) -> bool {
+        matches!(
+            self.phase.get(),
+            Phase::Done { cancelled: true } | Phase::Running { cancel: true, .. }
         )
     }
 }
@@ -196,7 +150,9 @@ impl<F: Future> TaskCell<F> {
 impl<F: Future + 'static> TaskCell<F> {
     fn finish(self: &Rc<Self>, event_loop: &EventLoop, mut result: Result<F::Output, TaskError>) {
         let h = &self.header;
-        h.done.set(true);
+        let cancelled = matches!(result, Err(TaskError::Cancelled))
+            || matches!(h.phase.get(), Phase::Running { cancel: true, .. });
+        h.phase.set(Phase::Done { cancelled });
         if let Some(msg) = self.drop_future() {
             match result {
                 // Cancelled, and the destructor panicked: the panic is the task's outcome
@@ -211,12 +167,12 @@ impl<F: Future + 'static> TaskCell<F> {
             }
         }
         if let Some(key) = h.key.take() {
-            event_loop.inner.remove_task(key);
+            event_loop.inner.remove_runnable(key);
         }
         let waker = h.waker.borrow_mut().take();
         if let Some((waker, arc)) = waker {
             drop(waker);
-            event_loop.inner.recycle_waker(arc);
+            TaskWaker::recycle(arc);
         }
         let panicked = match &result {
             Err(TaskError::Panicked(msg)) => Some(msg.clone()),
@@ -249,17 +205,16 @@ impl<F: Future + 'static> TaskCell<F> {
     }
 }
 
-impl<F: Future + 'static> TaskRun for TaskCell<F> {
-    fn step(self: Rc<Self>, event_loop: &EventLoop) {
+impl<F: Future + 'static> Runnable for TaskCell<F> {
+    fn run(self: Rc<Self>, event_loop: &EventLoop) {
         let h = &self.header;
-        h.scheduled.set(false);
-        if h.done.get() {
-            return;
+        if h.is_done() {
+            return; // cancelled while its step was queued
         }
-        if h.cancel_requested.get() {
-            self.finish(event_loop, Err(TaskError::Cancelled));
-            return;
-        }
+        h.phase.set(Phase::Running {
+            woken: false,
+            cancel: false,
+        });
         // Borrowed, not cloned: no reference-count traffic per step. Nothing takes the waker
         // while the task runs (finish and abandon happen outside its poll).
         let waker_slot = h.waker.borrow();
@@ -267,37 +222,33 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
             return;
         };
         let mut cx = Context::from_waker(waker);
-        h.running.set(true);
         let polled = {
             let mut slot = self.future.borrow_mut();
             let Some(future) = slot.as_mut() else {
-                h.running.set(false);
                 return;
             };
             // Calls user code. A panic is caught and becomes the task's result.
             catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)))
         };
-        h.running.set(false);
         drop(waker_slot);
         h.steps.set(h.steps.get() + 1);
         if event_loop.inner.trace_on() {
-            let outcome = match &polled {
-                Ok(Poll::Ready(_)) => "ready: finished",
-                Ok(Poll::Pending) => "pending: waits for a wake-up",
-                Err(_) => "panicked",
-            };
-            eprintln!(
-                "evloop: task {} step {}: {outcome}",
-                h.label(),
-                h.steps.get()
+            trace::task_step(
+                event_loop,
+                &self.label(),
+                h.steps.get(),
+                polled_outcome(&polled),
             );
         }
         match polled {
             Ok(Poll::Ready(value)) => self.finish(event_loop, Ok(value)),
-            Ok(Poll::Pending) if h.cancel_requested.get() => {
-                self.finish(event_loop, Err(TaskError::Cancelled))
-            }
-            Ok(Poll::Pending) => {}
+            Ok(Poll::Pending) => match h.phase.get() {
+                Phase::Running { cancel: true, .. } => {
+                    self.finish(event_loop, Err(TaskError::Cancelled))
+                }
+                Phase::Running { woken: true, .. } => h.phase.set(Phase::Queued),
+                _ => h.phase.set(Phase::Waiting),
+            },
             Err(payload) => {
                 let msg = panic_message(&*payload);
                 self.finish(event_loop, Err(TaskError::Panicked(msg)));
@@ -305,16 +256,34 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
         }
     }
 
-    fn header(&self) -> &Header {
-        &self.header
+    #[inline]
+    fn try_queue(&self) -> bool {
+        let h = &self.header;
+        match h.phase.get() {
+            Phase::Waiting => {
+                h.phase.set(Phase::Queued);
+                true
+            }
+            Phase::Running {
+                woken: false,
+                cancel,
+            } => {
+                h.phase.set(Phase::Running {
+                    woken: true,
+                    cancel,
+                });
+                true
+            }
+            Phase::Queued | Phase::Running { woken: true, .. } | Phase::Done { .. } => false,
+        }
     }
 
     fn abandon(&self) -> Abandoned {
         let h = &self.header;
-        if h.done.replace(true) {
+        if h.is_done() {
             return Abandoned::AlreadyDone;
         }
-        h.cancel_requested.set(true);
+        h.phase.set(Phase::Done { cancelled: true });
         h.key.take();
         h.waker.borrow_mut().take();
         let panicked = self.drop_future();
@@ -328,6 +297,23 @@ impl<F: Future + 'static> TaskRun for TaskCell<F> {
             Some(msg) => Abandoned::DestructorPanicked(msg),
             None => Abandoned::Dropped,
         }
+    }
+
+    fn name(&self) -> Option<String> {
+        self.header.name.borrow().clone()
+    }
+
+    fn location(&self) -> &'static Location<'static> {
+        self.header.location
+    }
+}
+
+/// How trace mode words the outcome of a step.
+fn polled_outcome<T, E>(polled: &Result<Poll<T>, E>) -> &'static str {
+    match polled {
+        Ok(Poll::Ready(_)) => "ready: finished",
+        Ok(Poll::Pending) => "pending: waits for a wake-up",
+        Err(_) => "panicked",
     }
 }
 
@@ -344,7 +330,7 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
         if let Some(out) = self.output.borrow_mut().take() {
             return Poll::Ready(out);
         }
-        if self.header.done.get() {
+        if self.header.is_done() {
             panic!("a Task was polled again after it returned its result");
         }
         let mut jw = self.join_waker.borrow_mut();
@@ -361,16 +347,19 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
 
     fn cancel(self: Rc<Self>) {
         let h = &self.header;
-        if h.done.get() || h.cancel_requested.replace(true) {
-            return;
+        match h.phase.get() {
+            Phase::Done { .. } => return,
+            Phase::Running { woken, .. } => {
+                // The step that is polling it finishes it when the poll returns.
+                h.phase.set(Phase::Running {
+                    woken,
+                    cancel: true,
+                });
+                return;
+            }
+            Phase::Queued | Phase::Waiting => {}
         }
-        if h.running.get() {
-            return; // the step that is polling it will finish it when poll returns
-        }
-        let owner = h
-            .key
-            .get()
-            .and_then(|k| crate::event_loop::find_loop(k.loop_id));
+        let owner = h.key.get().and_then(|k| find_loop(k.loop_id));
         match owner {
             // Drop the future now: prompt release of its timers and I/O interest.
             Some(inner) => self.finish(&EventLoop { inner }, Err(TaskError::Cancelled)),
@@ -432,12 +421,12 @@ impl<T> Task<T> {
 
     /// Whether the task finished (with a value, an error, or cancelled).
     pub fn is_done(&self) -> bool {
-        self.cell.header().done.get()
+        self.cell.header().is_done()
     }
 
     /// Whether [`cancel`](Task::cancel) was called before the task finished.
     pub fn is_cancelled(&self) -> bool {
-        self.cell.header().cancel_requested.get()
+        self.cell.header().is_cancelled()
     }
 
     /// Names the task (debug mode and the exception handler print it).
@@ -485,15 +474,13 @@ impl<T> fmt::Debug for Task<T> {
         let h = self.cell.header();
         f.debug_struct("Task")
             .field("name", &h.name.borrow())
-            .field("done", &h.done.get())
-            .field("cancelled", &h.cancel_requested.get())
-            .field("scheduled", &h.scheduled.get())
+            .field("phase", &h.phase.get())
             .field("spawned_at", &format_args!("{}", h.location))
             .finish()
     }
 }
 
-/// Creates the cell, puts it in the loop's slab, builds its waker, queues its first step.
+/// Creates the cell, puts it in the loop's slab, gives it a waker, queues its first step.
 pub(crate) fn spawn_on<F>(
     event_loop: &EventLoop,
     future: F,
@@ -505,10 +492,7 @@ where
     let inner = &event_loop.inner;
     let cell = Rc::new(TaskCell {
         header: Header {
-            scheduled: Cell::new(true),
-            running: Cell::new(false),
-            cancel_requested: Cell::new(false),
-            done: Cell::new(false),
+            phase: Cell::new(Phase::Queued),
             detached: Cell::new(false),
             key: Cell::new(None),
             waker: RefCell::new(None),
@@ -520,16 +504,12 @@ where
         output: RefCell::new(None),
         join_waker: RefCell::new(None),
     });
-    let run: Rc<dyn TaskRun> = cell.clone();
-    let key = inner.insert_task(run.clone());
+    let run: Rc<dyn Runnable> = cell.clone();
+    let key = inner.insert_runnable(run.clone());
     cell.header.key.set(Some(key));
-    let arc = inner.task_waker(key, || TaskWaker {
-        key,
-        owner: this_thread(),
-        remote: inner.remote_shared(),
-    });
+    let arc = TaskWaker::for_task(key, inner.remote_shared());
     *cell.header.waker.borrow_mut() = Some((Waker::from(arc.clone()), arc));
-    inner.push_ready(Ready::Task(run));
+    inner.push_ready(Ready::Step(run));
     Task {
         cell,
         event_loop: Rc::downgrade(inner),

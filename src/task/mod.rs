@@ -18,8 +18,10 @@ pub(crate) mod core;
 mod group;
 mod pool;
 mod promise;
+mod run;
 pub mod sync;
 mod time;
+mod waker;
 
 use std::future::Future;
 use std::panic::Location;

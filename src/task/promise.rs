@@ -6,7 +6,7 @@
 //!
 //! - Completion happens once: [`set_result`](Promise::set_result),
 //!   [`set_error`](Promise::set_error) or [`cancel`](Promise::cancel); a second attempt is an
-//!   [`InvalidState`] error, never a panic in the loop (EDGE_CASES 66).
+//!   [`InvalidState`] error, never a panic in the loop (edge case 66).
 //! - Done-callbacks are always *scheduled* with `call_soon` on the promise's loop, never run
 //!   inline, also when added after completion.
 //! - Awaiting a promise gives `Result<T, PromiseError>` (a clone of the value: a promise may

@@ -167,7 +167,7 @@ pub async fn yield_now() {
     .await
 }
 
-/// What an [`Interval`] does when the loop was too busy to tick on time (EDGE_CASES 44).
+/// What an [`Interval`] does when the loop was too busy to tick on time (edge case 44).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MissedTick {
     /// Fire the missed ticks back to back until caught up, then keep the original grid.
@@ -181,7 +181,8 @@ pub enum MissedTick {
     Skip,
 }
 
-/// Ticks every `period`; the first tick is immediate. See [`Interval::tick`].
+/// Ticks every `period`; the first tick is immediate. See [`Interval::tick`]. A period beyond
+/// [`MAX_DELAY`] (about 100 years) is clamped to it, as `sleep` clamps its delay.
 ///
 /// # Panics
 /// If `period` is zero.
@@ -204,7 +205,7 @@ pub fn interval(period: Duration) -> Interval {
     let now = Instant::now();
     Interval {
         next: now,
-        period,
+        period: period.min(MAX_DELAY),
         missed: MissedTick::default(),
         sleep: sleep_until(now),
     }
@@ -236,7 +237,11 @@ impl Interval {
             MissedTick::Skip => {
                 let late = now.saturating_duration_since(scheduled);
                 let periods = late.as_nanos() / self.period.as_nanos() + 1;
-                scheduled + self.period * u32::try_from(periods).unwrap_or(u32::MAX)
+                let skip = u32::try_from(periods)
+                    .ok()
+                    .and_then(|n| self.period.checked_mul(n))
+                    .unwrap_or(MAX_DELAY);
+                scheduled + skip.min(MAX_DELAY)
             }
         };
         self.sleep.reset(self.next);

@@ -1,0 +1,156 @@
+//! Closing a loop: [`EventLoop::close`] and the drop of the last clone.
+//!
+//! Layer: reactor, part of `event_loop.rs`'s `EventLoop` and `Inner`. Closing releases
+//! everything the loop holds — tasks, callbacks, timers, readers and writers, the selector's
+//! and the waker's fds — and every destructor it runs is user code, which may panic or try to
+//! schedule more work. So each drop runs under its own `catch_unwind`, and closing always
+//! completes. `docs/10-tasks.md` ("What a destructor may do during close") states the rules.
+
+use std::io;
+
+use crate::diagnostics::{panic_message, Diagnostic, DiagnosticKind};
+use crate::event_loop::Inner;
+use crate::ready::Ready;
+use crate::runnable::Abandoned;
+use crate::{EventLoop, ExceptionContext};
+
+impl EventLoop {
+    /// Closes the loop: drops every pending task, callback, timer, reader and writer (on this
+    /// thread), closes the selector's and the waker's fds, and makes every [`Remote`](crate::Remote) fail.
+    /// A [`Handle`](crate::Handle) or [`TimerHandle`](crate::TimerHandle) still held becomes inert (cancelled) and its closure is
+    /// released now. Idempotent. Afterwards `call_*` and `spawn` panic, `add_*` and `run_*`
+    /// fail, `remove_*` return `false`. Dropping the last clone of a loop closes it too.
+    ///
+    /// Destructors run during the close with the loop already closed: they may clean up
+    /// synchronously, not schedule work (`docs/10-tasks.md`). A destructor that panics does
+    /// not stop the close: each is caught and reported through the exception handler.
+    ///
+    /// # Errors
+    /// If the loop is running (asyncio: "Cannot close a running event loop").
+    pub fn close(&self) -> io::Result<()> {
+        if self.inner.running.get() {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "close: cannot close a running event loop (call stop() and close it after run_forever returns)",
+            ));
+        }
+        for msg in self.inner.close_now() {
+            self.report_exception(&ExceptionContext {
+                message: close_panic_message(&msg),
+                task_name: None,
+                location: None,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Drops everything the loop holds, outside any borrow (their destructors are user code),
+    /// and returns the messages of the destructors that panicked. Each drop is caught on its
+    /// own, so closing always completes, whatever destructors do; and a second panic never
+    /// meets a first one still unwinding (which would abort the process).
+    ///
+    /// Order: the cross-thread door shuts first (a destructor that posts gets `LoopClosed`);
+    /// then pending tasks are dropped while the registry and the timers still exist (their
+    /// futures' destructors release timers and I/O interest); then every callback cell is
+    /// cancelled (a `Handle` or `TimerHandle` the user still holds becomes inert and its
+    /// closure is released now, not when the handle goes); then readers and writers.
+    pub(crate) fn close_now(&self) -> Vec<String> {
+        if self.closed.replace(true) {
+            return Vec::new();
+        }
+        let mut panics = Vec::new();
+        let (remote, buffer) = {
+            let mut state = self.remote.lock();
+            state.waker = None; // closes the eventfd/pipe under the lock
+            state.pending = false;
+            let queue = std::mem::take(&mut state.queue);
+            (queue, std::mem::take(&mut *self.remote_buffer.borrow_mut()))
+        };
+        let tasks = self.runnables.borrow_mut().take_all();
+        let mut abandoned = 0;
+        for task in tasks {
+            let outcome = catching(&mut panics, || task.abandon());
+            match outcome {
+                Some(Abandoned::Dropped) => abandoned += 1,
+                Some(Abandoned::DestructorPanicked(msg)) => {
+                    abandoned += 1;
+                    panics.push(msg);
+                }
+                Some(Abandoned::AlreadyDone) | None => {}
+            }
+            catching(&mut panics, move || drop(task));
+        }
+        if abandoned > 0 && self.debug.get() {
+            self.emit(Diagnostic::new(
+                DiagnosticKind::TasksDropped,
+                self.iteration(),
+                format!("the loop was closed with {abandoned} pending task(s); they were dropped"),
+            ));
+        }
+        let ready = std::mem::take(&mut *self.ready.borrow_mut());
+        for entry in ready {
+            catching(&mut panics, move || match entry {
+                Ready::Callback(cell) => {
+                    cell.cancel();
+                }
+                Ready::Io(watcher) => watcher.cancelled.set(true),
+                Ready::Remote(_) | Ready::Step(_) => {}
+            });
+        }
+        let timers = self.timers.borrow_mut().take_all();
+        for cell in timers {
+            catching(&mut panics, move || {
+                cell.cancel();
+            });
+        }
+        // A destructor above may have cancelled a timer not yet released: nothing is in the
+        // heap any more, so nothing is counted as cancelled in it.
+        self.timers.borrow().counters.cancelled_in_heap.set(0);
+        let registry = self.registry.borrow_mut().take();
+        if let Some(mut registry) = registry {
+            let watchers = registry.take_watchers();
+            drop(registry); // closes the epoll/kqueue fd
+            for watcher in watchers {
+                watcher.cancelled.set(true);
+                catching(&mut panics, move || drop(watcher));
+            }
+        }
+        for item in remote.into_iter().chain(buffer) {
+            catching(&mut panics, move || drop(item));
+        }
+        panics
+    }
+}
+
+/// Runs `f`, catching a panic into `panics` (its message).
+fn catching<R>(panics: &mut Vec<String>, f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(payload) => {
+            panics.push(panic_message(&*payload));
+            None
+        }
+    }
+}
+
+/// How a destructor's panic during close is worded (tests and docs/10 quote it).
+fn close_panic_message(msg: &str) -> String {
+    format!("a destructor panicked while the loop was closing: {msg}")
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // No `EventLoop` exists any more to hand to an exception handler: straight to the
+        // diagnostics sink.
+        for msg in self.close_now() {
+            self.emit(Diagnostic::new(
+                DiagnosticKind::Unhandled,
+                self.iteration(),
+                close_panic_message(&msg),
+            ));
+        }
+        crate::event_loop::forget_loop(self.id);
+    }
+}

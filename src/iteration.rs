@@ -1,0 +1,241 @@
+//! One iteration of the loop: the six steps, one function each.
+//!
+//! Layer: reactor; the heart of `event_loop.rs`, kept in its own file so it reads in one
+//! sitting. asyncio's `BaseEventLoop._run_once`; libev's `ev_run` body; Redis's
+//! `aeProcessEvents`. `docs/03-one-iteration.md` walks through it.
+//!
+//! ```text
+//!  iterate
+//!   1. flush_interest   apply batched interest changes (one selector call per changed fd)
+//!   2. choose_timeout   0 if callbacks are ready, stop() was called or run_nowait;
+//!                       next deadline - now if a timer is pending; else block
+//!   3. wait             selector.select(timeout)   <- the only place the loop sleeps
+//!   4. dispatch_io      queue each ready fd's reader/writer; on the waker, move the
+//!                       threadsafe callbacks and wake-ups in
+//!   5. expire_timers    queue every timer with deadline <= now, in (deadline, seq) order
+//!   6. run_ready        run exactly the entries queued before this step, FIFO
+//!                                                  <- the only place user code runs
+//! ```
+//!
+//! **Borrows.** The loop's state sits in `RefCell`s; each step takes its borrows and drops
+//! them before it returns, and step 6 pops one entry, releases the deque, then runs it. So
+//! callbacks may call any method of the loop, and a panic leaves the loop consistent: the
+//! entries not yet run stay at the front of the deque and run next time.
+//!
+//! Trace mode's narration is in `trace.rs`; each step calls it behind one flag test.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::event_loop::{bump, closed_error};
+use crate::ready::Ready;
+use crate::remote::RemoteItem;
+use crate::trace;
+use crate::EventLoop;
+
+impl EventLoop {
+    /// One iteration: the six steps. `nowait` polls without blocking (`run_nowait`).
+    pub(crate) fn iterate(&self, nowait: bool) -> io::Result<()> {
+        let stats = &self.inner.stats;
+        let iteration = stats.iterations.get() + 1;
+        stats.iterations.set(iteration);
+        self.flush_interest(iteration)?;
+        let timeout = self.choose_timeout(iteration, nowait);
+        let woke_at = self.wait(iteration, timeout)?;
+        self.dispatch_io(iteration)?;
+        self.expire_timers(iteration, woke_at);
+        self.run_ready(iteration);
+        Ok(())
+    }
+
+    /// Step 1: apply the interest changes batched since the last flush.
+    #[inline]
+    fn flush_interest(&self, iteration: u64) -> io::Result<()> {
+        let inner = &*self.inner;
+        let mut registry = inner.registry.borrow_mut();
+        let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
+        let changes = registry.flush(&mut inner.ready.borrow_mut());
+        if inner.trace.get() {
+            trace::flush(inner, iteration, changes);
+        }
+        Ok(())
+    }
+
+    /// Step 2: how long the wait may block. `None` blocks until I/O or a wake-up.
+    #[inline]
+    fn choose_timeout(&self, iteration: u64, nowait: bool) -> Option<Duration> {
+        let inner = &*self.inner;
+        let (timeout, why) = if nowait {
+            (Some(Duration::ZERO), "run_nowait")
+        } else if !inner.ready.borrow().is_empty() {
+            (Some(Duration::ZERO), "callbacks are ready")
+        } else if inner.stopping.get() {
+            (Some(Duration::ZERO), "stop() was called")
+        } else {
+            match inner.timers.borrow_mut().next_deadline() {
+                Some(when) => (
+                    Some(when.saturating_duration_since(Instant::now())),
+                    "next timer",
+                ),
+                None => (None, "nothing scheduled: block until I/O or a wake-up"),
+            }
+        };
+        if inner.trace.get() {
+            trace::timeout(inner, iteration, timeout, why);
+        }
+        timeout
+    }
+
+    /// Step 3: wait in the selector. Returns the clock reading taken right after a wait
+    /// that could block (step 5 reuses it); a zero-timeout poll costs no clock read at all
+    /// (two would cost as much as the poll itself).
+    #[inline]
+    fn wait(&self, iteration: u64, timeout: Option<Duration>) -> io::Result<Option<Instant>> {
+        let inner = &*self.inner;
+        let mut registry = inner.registry.borrow_mut();
+        let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
+        let before = (timeout != Some(Duration::ZERO)).then(Instant::now);
+        registry.select(timeout)?;
+        let after = before.map(|_| Instant::now());
+        let blocked = match (before, after) {
+            (Some(b), Some(a)) => a - b,
+            _ => Duration::ZERO,
+        };
+        let stats = &inner.stats;
+        stats.time_blocked.set(stats.time_blocked.get() + blocked);
+        if inner.trace.get() {
+            let events: Vec<_> = registry.events().iter().copied().collect();
+            trace::wait(inner, iteration, inner.backend, &events, blocked);
+        }
+        Ok(after)
+    }
+
+    /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired, move the
+    /// cross-thread queue in.
+    #[inline]
+    fn dispatch_io(&self, iteration: u64) -> io::Result<()> {
+        let inner = &*self.inner;
+        let dispatched = {
+            let mut registry = inner.registry.borrow_mut();
+            let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
+            registry.dispatch(&mut inner.ready.borrow_mut())
+        };
+        bump(&inner.stats.events, dispatched.events as u64);
+        let moved = dispatched.woken.then(|| self.take_remote());
+        if inner.trace.get() {
+            trace::dispatch(inner, iteration, dispatched.queued, moved);
+        }
+        Ok(())
+    }
+
+    /// Step 5: queue the expired timers, on a fresh clock reading (never early). `woke_at`,
+    /// read right after a blocking wait, is fresh enough: nothing ran since.
+    #[inline]
+    fn expire_timers(&self, iteration: u64, woke_at: Option<Instant>) {
+        let inner = &*self.inner;
+        let fired = {
+            let mut timers = inner.timers.borrow_mut();
+            if timers.is_empty() {
+                return;
+            }
+            let now = woke_at.unwrap_or_else(Instant::now);
+            let fired = timers.expire(now, &mut inner.ready.borrow_mut());
+            timers.tidy();
+            fired
+        };
+        bump(&inner.stats.timers_fired, fired as u64);
+        if inner.trace.get() {
+            trace::timers(inner, iteration, fired);
+        }
+    }
+
+    /// Step 6: run exactly the entries queued before this step (the snapshot rule): what
+    /// they schedule waits for the next iteration, after one more poll for I/O.
+    #[inline]
+    fn run_ready(&self, iteration: u64) {
+        let inner = &*self.inner;
+        let n = inner.ready.borrow().len();
+        let debug = inner.debug.get();
+        let (mut ran, mut skipped) = (0u64, 0u64);
+        for _ in 0..n {
+            let Some(entry) = inner.ready.borrow_mut().pop_front() else {
+                break;
+            };
+            let ok = if debug {
+                self.run_timed(entry)
+            } else {
+                // Calls user code; no borrow is held.
+                entry.run(self)
+            };
+            // Counted one by one: a callback's panic leaves the counters exact.
+            if ok {
+                ran += 1;
+                bump(&inner.stats.callbacks_run, 1);
+            } else {
+                skipped += 1;
+                bump(&inner.stats.cancelled_skipped, 1);
+            }
+        }
+        if inner.trace.get() {
+            trace::ran(inner, iteration, ran, skipped);
+        }
+    }
+
+    /// Runs one entry under debug mode's stopwatch.
+    fn run_timed(&self, entry: Ready) -> bool {
+        let what = match &entry {
+            Ready::Step(runnable) => format!(
+                "task step: task {} spawned at {}",
+                runnable.name().as_deref().unwrap_or("<unnamed>"),
+                runnable.location()
+            ),
+            other => format!("{} scheduled at {}", other.kind(), other.location()),
+        };
+        let start = Instant::now();
+        // Calls user code; no borrow is held.
+        let ran = entry.run(self);
+        let took = start.elapsed();
+        let slow = self.inner.slow_callback.get();
+        if ran && took >= slow {
+            self.inner.emit(
+                Diagnostic::new(
+                    DiagnosticKind::SlowCallback,
+                    self.iteration(),
+                    format!(
+                        "slow {what} took {took:?} (slow_callback_duration is {slow:?}); \
+                         code that runs without yielding blocks the loop and delays everything \
+                         else"
+                    ),
+                )
+                .with_duration(took),
+            );
+        }
+        ran
+    }
+
+    /// Moves the cross-thread queue onto the ready deque (step 4, when the waker fired);
+    /// returns how many items it moved.
+    fn take_remote(&self) -> usize {
+        let inner = &*self.inner;
+        let mut buffer = inner.remote_buffer.borrow_mut();
+        {
+            let mut state = inner.remote.lock();
+            if let Some(waker) = &state.waker {
+                // Drain first, then clear `pending`, then take the queue: all under the lock.
+                let _ = waker.drain();
+            }
+            state.pending = false;
+            std::mem::swap(&mut state.queue, &mut *buffer);
+        }
+        bump(&inner.stats.wakeups, 1);
+        let n = buffer.len();
+        for item in buffer.drain(..) {
+            match item {
+                RemoteItem::Call(call) => inner.ready.borrow_mut().push_back(Ready::Remote(call)),
+                RemoteItem::Wake(key) => inner.wake(key, true),
+            }
+        }
+        n
+    }
+}

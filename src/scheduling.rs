@@ -1,0 +1,269 @@
+//! Scheduling: the loop's verbs for callbacks — [`EventLoop::call_soon`],
+//! [`EventLoop::call_later`], [`EventLoop::call_at`] — and for file descriptors —
+//! [`EventLoop::add_reader`], [`EventLoop::add_writer`] and their `remove_*`.
+//!
+//! Layer: reactor, methods of `event_loop.rs`'s `EventLoop`. Each verb only records a wish:
+//! a callback cell goes on the ready deque (`ready.rs`) or into the timer heap (`timers.rs`),
+//! a watcher into the registry (`registry.rs`), which tells the kernel at step 1 of the next
+//! iteration (`iteration.rs`), except for new registrations, applied at once so that a bad fd
+//! fails in the caller. Nothing here runs user code. `docs/04-ready-deque.md`,
+//! `docs/05-timers.md` and `docs/06-readers-writers.md` explain each part.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::os::fd::RawFd;
+use std::panic::Location;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::event_loop::{closed_error, MAX_DELAY};
+use crate::handle::{Handle, Once, State, TimerHandle};
+use crate::ready::{IoWatcher, Ready};
+use crate::registry::Side;
+use crate::EventLoop;
+
+impl EventLoop {
+    /// Schedules `callback` to run once, on a later pass of the loop, in FIFO order with
+    /// every other `call_soon`. It never runs synchronously: `call_soon` returns first (the
+    /// seed's opening lesson: "start, end, callback").
+    ///
+    /// Callbacks scheduled while the loop runs its callbacks wait for the *next* iteration,
+    /// after one more poll for I/O, so a callback that reschedules itself cannot starve I/O or
+    /// timers (the snapshot rule).
+    ///
+    /// # Panics
+    /// If the loop is closed (asyncio raises `RuntimeError`): scheduling on a closed loop is a
+    /// bug, and the callback could never run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// log.borrow_mut().push("start");
+    /// let l = log.clone();
+    /// event_loop.call_soon(move |_| l.borrow_mut().push("callback"));
+    /// log.borrow_mut().push("end");
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(*log.borrow(), ["start", "end", "callback"]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn call_soon(&self, callback: impl FnOnce(&EventLoop) + 'static) -> Handle {
+        self.assert_open("call_soon");
+        let cell = Once::new_rc(callback, State::Queued, Location::caller());
+        self.inner
+            .ready
+            .borrow_mut()
+            .push_back(Ready::Callback(cell.clone()));
+        Handle { cell }
+    }
+
+    /// Schedules `callback` to run once, `delay` from now ([`time`](EventLoop::time)).
+    ///
+    /// Never early: it runs on the first iteration whose fresh clock reading is at or past
+    /// the deadline. A zero delay runs on the next iteration, never synchronously. Timers with
+    /// equal deadlines run in the order they were scheduled (FIFO). Delays beyond
+    /// [`MAX_DELAY`] (about 100 years) are clamped to it.
+    ///
+    /// # Panics
+    /// If the loop is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let start = event_loop.time();
+    /// event_loop.call_later(Duration::from_millis(5), move |lp| {
+    ///     assert!(lp.time() - start >= Duration::from_millis(5)); // never early
+    ///     lp.stop();
+    /// });
+    /// event_loop.run_forever()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn call_later(
+        &self,
+        delay: Duration,
+        callback: impl FnOnce(&EventLoop) + 'static,
+    ) -> TimerHandle {
+        let when = self.time() + delay.min(MAX_DELAY);
+        self.schedule_at(when, callback, Location::caller())
+    }
+
+    /// Schedules `callback` to run once at `when` on the loop's clock. A `when` in the past is
+    /// "already due" and keeps its place in deadline order (asyncio's negative delays:
+    /// `call_at(now - 1s, a); call_at(now - 2s, b)` runs `b` then `a`). Any `Instant` is
+    /// kept as it is (it cannot overflow); a far one simply never comes.
+    ///
+    /// # Panics
+    /// If the loop is closed.
+    #[track_caller]
+    pub fn call_at(
+        &self,
+        when: Instant,
+        callback: impl FnOnce(&EventLoop) + 'static,
+    ) -> TimerHandle {
+        self.schedule_at(when, callback, Location::caller())
+    }
+
+    fn schedule_at(
+        &self,
+        when: Instant,
+        callback: impl FnOnce(&EventLoop) + 'static,
+        location: &'static Location<'static>,
+    ) -> TimerHandle {
+        self.assert_open("call_later/call_at");
+        let cell = Once::new_rc(callback, State::Scheduled, location);
+        let mut timers = self.inner.timers.borrow_mut();
+        timers.push(when, cell.clone());
+        TimerHandle {
+            cell,
+            when,
+            counters: timers.counters.clone(),
+        }
+    }
+
+    /// Calls `callback` every time `fd` is readable, until [`remove_reader`](EventLoop::remove_reader).
+    ///
+    /// Level-triggered and persistent, like asyncio's: if data remains after the callback,
+    /// it runs again on the next iteration. One reader per fd: adding a reader to an fd that
+    /// has one replaces it (the old one will not run again, even if already queued). A hang-up
+    /// or an error on the fd also wakes the reader, so its next `read` sees EOF or the error.
+    /// The loop does not own `fd`: remove the reader *before* closing it.
+    ///
+    /// # Errors
+    /// If the loop is closed; for a negative, closed or never-opened fd (`EBADF`), a regular
+    /// file or directory (`PermissionDenied`: they are always ready), the loop's own waker
+    /// fd, an fd >= 1024 on `select-strict`; the message names the fd and the backend. On
+    /// error nothing is registered and a previous reader stays in place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (mut a, mut b) = UnixStream::pair()?;
+    /// let fd = b.as_raw_fd();
+    /// event_loop.add_reader(fd, move |lp| {
+    ///     let mut buf = [0; 5];
+    ///     b.read_exact(&mut buf).unwrap();
+    ///     assert_eq!(&buf, b"hello");
+    ///     lp.remove_reader(fd);
+    ///     lp.stop();
+    /// })?;
+    /// a.write_all(b"hello")?;
+    /// event_loop.run_forever()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn add_reader(
+        &self,
+        fd: RawFd,
+        callback: impl FnMut(&EventLoop) + 'static,
+    ) -> io::Result<()> {
+        self.add_watcher(fd, Side::Reader, Box::new(callback), Location::caller())
+    }
+
+    /// Calls `callback` every time `fd` is writable, until [`remove_writer`](EventLoop::remove_writer).
+    /// Same rules as [`add_reader`](EventLoop::add_reader). Most sockets are writable almost
+    /// always: add a writer only while there is something to write (edge case 28).
+    ///
+    /// # Errors
+    /// As [`add_reader`](EventLoop::add_reader).
+    #[track_caller]
+    pub fn add_writer(
+        &self,
+        fd: RawFd,
+        callback: impl FnMut(&EventLoop) + 'static,
+    ) -> io::Result<()> {
+        self.add_watcher(fd, Side::Writer, Box::new(callback), Location::caller())
+    }
+
+    /// Stops watching `fd` for readability; returns whether a reader was registered. A reader
+    /// already queued in this iteration will not run. Cheap: the kernel is told at the start
+    /// of the next iteration, and not at all if a reader is added back before then.
+    pub fn remove_reader(&self, fd: RawFd) -> bool {
+        self.remove_watcher(fd, Side::Reader)
+    }
+
+    /// Stops watching `fd` for writability; returns whether a writer was registered. As
+    /// [`remove_reader`](EventLoop::remove_reader).
+    pub fn remove_writer(&self, fd: RawFd) -> bool {
+        self.remove_watcher(fd, Side::Writer)
+    }
+
+    fn add_watcher(
+        &self,
+        fd: RawFd,
+        side: Side,
+        callback: Box<dyn FnMut(&EventLoop)>,
+        location: &'static Location<'static>,
+    ) -> io::Result<()> {
+        let watcher = Rc::new(IoWatcher {
+            callback: RefCell::new(callback),
+            cancelled: Cell::new(false),
+            fd,
+            writer: side == Side::Writer,
+            location,
+        });
+        let replaced = {
+            let mut registry = self.inner.registry.borrow_mut();
+            // `closed` is set before the registry goes (destructors run in between).
+            let registry = registry.as_mut().filter(|_| !self.inner.closed.get());
+            let Some(registry) = registry else {
+                return Err(closed_error(if side == Side::Reader {
+                    "add_reader"
+                } else {
+                    "add_writer"
+                }));
+            };
+            registry.set(fd, side, Some(watcher))?
+        };
+        if let Some(old) = replaced {
+            old.cancelled.set(true);
+        }
+        // `replaced` (and the old closure) is dropped here, outside any borrow.
+        Ok(())
+    }
+
+    fn remove_watcher(&self, fd: RawFd, side: Side) -> bool {
+        let removed = {
+            let mut registry = self.inner.registry.borrow_mut();
+            match registry.as_mut() {
+                Some(registry) => registry.set(fd, side, None).ok().flatten(),
+                None => None,
+            }
+        };
+        match removed {
+            Some(old) => {
+                old.cancelled.set(true);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `fd` has a reader.
+    pub fn has_reader(&self, fd: RawFd) -> bool {
+        self.has_watcher(fd, Side::Reader)
+    }
+
+    /// Whether `fd` has a writer.
+    pub fn has_writer(&self, fd: RawFd) -> bool {
+        self.has_watcher(fd, Side::Writer)
+    }
+
+    fn has_watcher(&self, fd: RawFd, side: Side) -> bool {
+        self.inner
+            .registry
+            .borrow()
+            .as_ref()
+            .is_some_and(|r| r.get(fd, side).is_some())
+    }
+}

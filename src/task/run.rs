@@ -1,0 +1,118 @@
+//! The task layer's entry points on the loop: [`EventLoop::spawn`] and
+//! [`EventLoop::run_until_complete`] (asyncio's `create_task` and `run_until_complete`).
+//!
+//! Layer: the task layer; these are methods of the reactor's `EventLoop`, written here because
+//! they are about futures, which the reactor does not know. `run_until_complete` is the
+//! reactor's `run_once` in a loop, with one future polled between iterations whenever its
+//! waker (`waker.rs`, `MainWaker`) fired.
+
+use std::future::Future;
+use std::io;
+use std::panic::Location;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use super::core::{spawn_on, Task};
+use super::waker::MainWaker;
+use crate::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::EventLoop;
+
+impl EventLoop {
+    /// Runs the loop until `future` completes, and returns its output (asyncio's
+    /// `run_until_complete`, the engine of `asyncio.run`).
+    ///
+    /// The future is polled on this thread, between iterations, whenever its waker fired; it
+    /// need not be `'static` or `Send`, so it may borrow local variables. Tasks it spawns
+    /// run on this loop. Tasks still pending when it returns stay in the loop (run it again,
+    /// or close it to drop them).
+    ///
+    /// # Errors
+    /// As [`run_forever`](EventLoop::run_forever); also when [`stop`](EventLoop::stop) is
+    /// called before the future completed (the future is dropped).
+    ///
+    /// # Panics
+    /// A panic in `future` itself propagates (a panic inside a spawned task does not: it
+    /// becomes that task's result).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let greeting = String::from("hello");
+    /// let n = event_loop.run_until_complete(async {
+    ///     evloop::sleep(Duration::from_millis(1)).await;
+    ///     greeting.len() // borrows a local: no 'static needed
+    /// })?;
+    /// assert_eq!(n, 5);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[doc(alias = "block_on")]
+    pub fn run_until_complete<F: Future>(&self, future: F) -> io::Result<F::Output> {
+        let _running = self.enter("run_until_complete")?;
+        let main = MainWaker::new(self.inner.remote_shared().clone());
+        let waker = Waker::from(main.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            if main.take() {
+                let start = self.debug().then(Instant::now);
+                // Calls user code.
+                let polled = future.as_mut().poll(&mut cx);
+                if let Some(start) = start {
+                    self.report_slow_main_step(start);
+                }
+                if let Poll::Ready(value) = polled {
+                    return Ok(value);
+                }
+            }
+            if self.is_stopping() {
+                return Err(io::Error::other(
+                    "run_until_complete: the loop was stopped before the future completed",
+                ));
+            }
+            // Poll without blocking if the future was woken meanwhile.
+            self.iterate(main.is_woken())?;
+        }
+    }
+
+    /// Debug mode: reports a step of `run_until_complete`'s own future that took longer than
+    /// the slow-callback threshold.
+    fn report_slow_main_step(&self, start: Instant) {
+        let (took, slow) = (start.elapsed(), self.slow_callback_duration());
+        if took >= slow {
+            self.inner.emit(
+                Diagnostic::new(
+                    DiagnosticKind::SlowCallback,
+                    self.iteration(),
+                    format!(
+                        "slow step of the future run by run_until_complete took {took:?} \
+                         (slow_callback_duration is {slow:?}); code that runs without yielding \
+                         blocks the loop and delays everything else"
+                    ),
+                )
+                .with_duration(took),
+            );
+        }
+    }
+
+    /// The same as [`run_until_complete`](EventLoop::run_until_complete), by its Rust name.
+    ///
+    /// # Errors
+    /// As `run_until_complete`.
+    pub fn block_on<F: Future>(&self, future: F) -> io::Result<F::Output> {
+        self.run_until_complete(future)
+    }
+
+    /// Spawns `future` as a task on this loop: its first step runs on a later iteration, like
+    /// a `call_soon`. No `Send` bound: the loop is single-threaded. See [`Task`].
+    ///
+    /// # Panics
+    /// If the loop is closed.
+    #[track_caller]
+    #[doc(alias = "create_task")]
+    pub fn spawn<F: Future + 'static>(&self, future: F) -> Task<F::Output> {
+        self.assert_open_for("spawn");
+        spawn_on(self, future, Location::caller())
+    }
+}
