@@ -1,18 +1,23 @@
-//! The accept policy every listener shares (`TcpListener`, `UnixListener`): try `accept`,
-//! wait for readability on `WouldBlock`, retry the transient errors, pause after running out
-//! of fds, and yield after a burst.
+//! The listener every family shares: [`Listener<F>`] under `TcpListener` and `UnixListener`,
+//! and its accept policy ([`AcceptPolicy`]): try `accept`, wait for readability on
+//! `WouldBlock`, retry the transient errors, pause after running out of fds, and yield after
+//! a burst.
 //!
-//! Layer: `net`, on `async_fd.rs`. asyncio's `_accept_connection` (at most `backlog` accepts
-//! per event, `ACCEPT_RETRY_DELAY` after `EMFILE`); EDGE_CASES 55 and 56.
+//! Layer: `net`, on `socket.rs` (and so on `async_fd.rs`). asyncio's `_accept_connection`
+//! (at most `backlog` accepts per event, `ACCEPT_RETRY_DELAY` after `EMFILE`); see
+//! edge cases 55 and 56. An accepted connection becomes a [`Socket`] registered with the
+//! listener's loop; `tcp.rs` and `unix.rs` wrap it in their stream type.
 
 use std::cell::Cell;
+use std::fmt;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Instant;
 
 use evloop_sys::socket as sys;
 
-use super::{Async, ACCEPT_RETRY_DELAY, MAX_ACCEPTS_PER_YIELD};
+use super::socket::{Family, Socket};
+use super::{ACCEPT_RETRY_DELAY, MAX_ACCEPTS_PER_YIELD};
 
 /// Retryable accept errors (`ECONNABORTED`...) tried again at once before one is returned:
 /// enough for a burst of aborted connections, bounded so that an fd answering such an error
@@ -22,7 +27,7 @@ const MAX_ACCEPT_RETRIES: u32 = 64;
 /// A listener's accept state.
 #[derive(Default)]
 pub(crate) struct AcceptPolicy {
-    /// After running out of fds: no accept before this instant (EDGE_CASES 56).
+    /// After running out of fds: no accept before this instant (edge case 56).
     paused_until: Cell<Option<Instant>>,
     /// Accepts handed out since the last wait or yield (fairness).
     burst: Cell<u32>,
@@ -34,18 +39,17 @@ impl AcceptPolicy {
         self.paused_until.get().is_some()
     }
 
-    /// Accepts one connection on `io` with `op` (the family's `accept` syscall):
-    /// - a pause left by running out of fds is waited out first, without watching `io`;
+    /// Accepts one connection on `socket` with its family's `accept` syscall:
+    /// - a pause left by running out of fds is waited out first, without watching `socket`;
     /// - after [`MAX_ACCEPTS_PER_YIELD`] accepts in a row, the task yields to the loop once;
     /// - `WouldBlock` waits for readability; `ECONNABORTED` and Linux's pass-through network
     ///   errors are retried (at most `MAX_ACCEPT_RETRIES` in a row);
     /// - out of fds (`EMFILE`, `ENFILE`, ...): the error is returned and the next call first
     ///   waits [`ACCEPT_RETRY_DELAY`], so a caller that loops on errors does not spin.
-    pub(crate) async fn accept<R>(
+    pub(crate) async fn accept<F: Family>(
         &self,
-        io: &Async<OwnedFd>,
-        mut op: impl FnMut(BorrowedFd<'_>) -> io::Result<R>,
-    ) -> io::Result<R> {
+        socket: &Socket<F>,
+    ) -> io::Result<(OwnedFd, F::Addr)> {
         if let Some(until) = self.paused_until.take() {
             crate::sleep_until(until).await;
         }
@@ -55,14 +59,14 @@ impl AcceptPolicy {
         }
         let mut retries = 0;
         loop {
-            match op(io.as_fd()) {
+            match F::accept(socket.as_fd()) {
                 Ok(accepted) => {
                     self.burst.set(self.burst.get() + 1);
                     return Ok(accepted);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.burst.set(0);
-                    io.readable().await?;
+                    socket.readable().await?;
                 }
                 Err(e) if sys::is_accept_retryable(&e) && retries < MAX_ACCEPT_RETRIES => {
                     retries += 1;
@@ -76,5 +80,64 @@ impl AcceptPolicy {
                 }
             }
         }
+    }
+}
+
+/// A listening socket of family `F` and its accept state: the whole of `TcpListener` and
+/// `UnixListener` but their constructors.
+pub(crate) struct Listener<F: Family> {
+    socket: Socket<F>,
+    policy: AcceptPolicy,
+}
+
+impl<F: Family> Listener<F> {
+    /// A listener on a bound, listening socket.
+    pub(crate) fn new(socket: Socket<F>) -> Listener<F> {
+        Listener {
+            socket,
+            policy: AcceptPolicy::default(),
+        }
+    }
+
+    /// Accepts one connection (see [`AcceptPolicy::accept`]): the connected socket,
+    /// registered with this listener's loop, and the peer's address.
+    ///
+    /// # Errors
+    /// As [`AcceptPolicy::accept`]; the loop closed or dropped.
+    pub(crate) async fn accept(&self) -> io::Result<(Socket<F>, F::Addr)> {
+        let (fd, peer) = self.policy.accept(&self.socket).await?;
+        Ok((Socket::from_nonblocking(self.socket.weak_loop(), fd), peer))
+    }
+
+    /// The address the listener is bound to.
+    pub(crate) fn local_addr(&self) -> io::Result<F::Addr> {
+        self.socket.local_addr()
+    }
+
+    /// Deregisters and gives the fd back, still non-blocking.
+    pub(crate) fn into_fd(self) -> OwnedFd {
+        self.socket.into_fd()
+    }
+
+    /// The `Debug` of every listener type: `name { fd, addr, paused }`.
+    pub(crate) fn fmt_named(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        let mut d = f.debug_struct(name);
+        d.field("fd", &self.socket.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("addr", &addr);
+        }
+        d.field("paused", &self.policy.is_paused()).finish()
+    }
+}
+
+impl<F: Family> AsFd for Listener<F> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
+}
+
+impl<F: Family> AsRawFd for Listener<F> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.socket.as_raw_fd()
     }
 }

@@ -20,11 +20,11 @@
 //! gets `WouldBlock` and waits again finds the reader still registered, so the steady state
 //! costs no `add_reader` (no allocation) and no interest change. The reader removes itself
 //! the first time it fires with nobody waiting (one spurious callback at most), and a
-//! dropped pending wait removes it at once when it was the last waiter (EDGE_CASES 65). The
+//! dropped pending wait removes it at once when it was the last waiter (edge case 65). The
 //! registry batches add and remove within an iteration, so even a remove followed by a
 //! re-add in the same iteration costs no syscall (`stats().interest_changes`).
 //!
-//! Readiness can be spurious (EDGE_CASES 26: a reader queued from a poll that ran before a
+//! Readiness can be spurious (edge case 26: a reader queued from a poll that ran before a
 //! task drained the fd), so `readable()` means "try again", never "a read will succeed".
 //!
 //! ## Ownership and the loop
@@ -203,14 +203,14 @@ impl State {
 /// outside one, the loop that first waits on it). Then [`readable`](Async::readable) and
 /// [`writable`](Async::writable) wait for readiness, and [`read_with`](Async::read_with) /
 /// [`write_with`](Async::write_with) run a non-blocking operation, waiting whenever it says
-/// `WouldBlock` (EDGE_CASES 26: a wake-up with nothing to do is fine, the operation is simply
+/// `WouldBlock` (edge case 26: a wake-up with nothing to do is fine, the operation is simply
 /// tried again).
 ///
 /// **Contract.**
 /// - Several tasks may wait at once, for instance one for readable and one for writable; each
 ///   readiness wakes every task waiting for it, and each task only its own side.
 /// - Dropping a pending wait (a cancelled task, a lost `timeout`) forgets its waker; if it was
-///   the last waiter, the reader (or writer) is removed at once (EDGE_CASES 65; test
+///   the last waiter, the reader (or writer) is removed at once (edge case 65; test
 ///   `tcp.rs::cancelling_a_task_blocked_in_read_removes_its_interest`).
 /// - In steady state a read or write costs its syscall only: no allocation, no interest
 ///   change (test `tcp.rs::steady_state_reads_make_no_interest_changes`).
@@ -314,7 +314,7 @@ impl<T: AsFd> Async<T> {
 
     /// Waits until the fd is reported readable (or has a hang-up or an error, so that the
     /// next read sees EOF or the error). Always waits for a report made after the first poll;
-    /// the report may be spurious (EDGE_CASES 26).
+    /// the report may be spurious (edge case 26).
     ///
     /// Dropping the future before it completes withdraws the wait (and the reader, if no one
     /// else waits).
@@ -526,7 +526,7 @@ impl Drop for Readiness<'_> {
             waiters.is_empty()
         };
         if now_empty {
-            // The last waiter left before readiness came (EDGE_CASES 65): nobody should be
+            // The last waiter left before readiness came (edge case 65): nobody should be
             // woken for this fd any more, so the interest goes now.
             self.state.deregister(self.side);
         }

@@ -4,12 +4,29 @@
 //!
 //! Layer: above the reactor's readers and writers (`EventLoop::add_reader`/`add_writer`),
 //! beside the task layer whose wakers it stores; the syscalls are in `evloop_sys::socket`.
-//! asyncio's counterpart is the `sock_*` coroutines of `selector_events.py`. Read
-//! `async_fd.rs` first, then `tcp.rs`, `udp.rs`, `unix.rs`, then `stream.rs` (asyncio's
-//! `streams.py`).
+//! asyncio's counterpart is the `sock_*` coroutines of `selector_events.py`.
+//!
+//! ## Files, bottom up
+//! - `async_fd.rs`: [`Async`], any fd on the loop: try the syscall, on `WouldBlock` wait for
+//!   readiness.
+//! - `socket.rs`: the socket under every public type: the stream and datagram operations
+//!   (read, write, send, receive, connect's end, addresses), written once for both address
+//!   families.
+//! - `accept.rs`: the listener under [`TcpListener`] and [`UnixListener`], and its accept
+//!   policy.
+//! - `tcp.rs`, `udp.rs`, `unix.rs`: the public socket types: how each is made, bound and
+//!   connected, its own options, and its public methods (documented per type, as in std)
+//!   that call `socket.rs`.
+//! - `stream.rs` and `stream/`: asyncio's streams (`streams.py`) on [`TcpStream`] and
+//!   [`UnixStream`].
+//!
+//! Data flows down: a stream's `read_line` asks its socket for bytes, the socket tries `recv`
+//! through `Async`, and `Async` registers a reader with the loop only when `recv` says
+//! `WouldBlock`.
 
-/// `AsFd` and `AsRawFd` for a socket type whose `io` field is an `Async<OwnedFd>`.
-macro_rules! fd_traits {
+/// `AsFd`, `AsRawFd` and `Debug` for a public socket type whose `io` field is a
+/// `socket::Socket` or an `accept::Listener` (their `fmt_named` writes the `Debug`).
+macro_rules! socket_traits {
     ($t:ty) => {
         impl std::os::fd::AsFd for $t {
             fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
@@ -22,12 +39,19 @@ macro_rules! fd_traits {
                 std::os::fd::AsRawFd::as_raw_fd(&self.io)
             }
         }
+
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.io.fmt_named(f, stringify!($t))
+            }
+        }
     };
 }
-use fd_traits;
+use socket_traits;
 
 mod accept;
 mod async_fd;
+mod socket;
 mod stream;
 mod tcp;
 mod udp;

@@ -1,41 +1,48 @@
 //! TCP on the loop: [`TcpListener`] and [`TcpStream`], built on [`Async`].
 //!
-//! Layer: `net`, on `async_fd.rs` and the socket syscalls of `evloop_sys::socket`. asyncio's
+//! Layer: `net`, on `socket.rs` (the stream operations TCP and Unix streams share, written
+//! once there), `accept.rs` (the listener) and the socket syscalls of `evloop_sys::socket`:
+//! this file keeps what is TCP's own (resolving, binding, connecting, `TCP_NODELAY`,
+//! `SO_LINGER`) and the public methods with their docs. asyncio's
 //! counterparts are `sock_accept`, `sock_connect`, `sock_recv`, `sock_sendall` (the
 //! low-level socket coroutines `create_server` and `open_connection` are built on); std's are
 //! `std::net::{TcpListener, TcpStream}`, whose method names these follow.
 //!
 //! ## The special problems this file handles
-//! - **Non-blocking connect** (EDGE_CASES 49): `connect` answers at once on loopback (success
+//! - **Non-blocking connect** (edge case 49): `connect` answers at once on loopback (success
 //!   or `ECONNREFUSED`), or says `EINPROGRESS`; then we wait for writability and read
 //!   `SO_ERROR`. A writability report with no error but no peer yet is spurious: we wait again.
-//! - **EMFILE on accept** (EDGE_CASES 56): the pending connection stays in the backlog, so a
+//! - **EMFILE on accept** (edge case 56): the pending connection stays in the backlog, so a
 //!   level-triggered listener would be readable forever: a 100 % CPU loop. We take asyncio's
 //!   way: [`TcpListener::accept`] returns the error to its caller, and the next `accept` first
 //!   sleeps [`ACCEPT_RETRY_DELAY`] without watching the listener (the reader removes itself
 //!   when it fires with no waiter). The listener is never closed.
-//! - **Accept errors that mean "try again"** (EDGE_CASES 55): `ECONNABORTED` and Linux's
+//! - **Accept errors that mean "try again"** (edge case 55): `ECONNABORTED` and Linux's
 //!   pass-through network errors are retried at once (a bounded number of times).
-//! - **Fairness** (EDGE_CASES 55): an accept loop that always finds a connection ready would
+//! - **Fairness** (edge case 55): an accept loop that always finds a connection ready would
 //!   never yield; after [`MAX_ACCEPTS_PER_YIELD`] accepts without waiting it yields once.
-//! - **SIGPIPE** (EDGE_CASES 53): writes use `send(MSG_NOSIGNAL)` (`SO_NOSIGPIPE` on macOS),
+//! - **SIGPIPE** (edge case 53): writes use `send(MSG_NOSIGNAL)` (`SO_NOSIGPIPE` on macOS),
 //!   so a closed peer is a `BrokenPipe`/`ConnectionReset` error, never a dead process.
-//! - **Zero-length reads** (EDGE_CASES 51): `read(&mut [])` returns `Ok(0)` without a syscall;
+//! - **Zero-length reads** (edge case 51): `read(&mut [])` returns `Ok(0)` without a syscall;
 //!   only a read into a non-empty buffer can report EOF.
-//! - **Half-close** (EDGE_CASES 50): `read` returning 0 means the peer will send no more;
+//! - **Half-close** (edge case 50): `read` returning 0 means the peer will send no more;
 //!   writing still works until *we* [`shutdown`](TcpStream::shutdown) or close.
+//!
+//! The last three rules, and the end of a non-blocking connect, are written once in
+//! `socket.rs` for TCP and Unix streams alike; the accept policy is in `accept.rs`.
 //!
 //! Read `docs/` (sockets page) next, or `tests/tcp.rs`.
 
-use std::fmt;
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
 use evloop_sys::socket as sys;
 
-use super::accept::AcceptPolicy;
+use super::accept::Listener;
+use super::socket::{Inet, Socket};
+#[cfg(doc)]
 use super::Async;
 
 /// How long [`TcpListener::accept`] stops watching the listener after running out of fds
@@ -170,8 +177,7 @@ impl ListenOptions {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct TcpListener {
-    io: Async<OwnedFd>,
-    accept: AcceptPolicy,
+    io: Listener<Inet>,
 }
 
 impl TcpListener {
@@ -217,8 +223,7 @@ impl TcpListener {
 
     fn from_fd(fd: OwnedFd) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            io: Async::new(fd)?,
-            accept: AcceptPolicy::default(),
+            io: Listener::new(Socket::new(fd)?),
         })
     }
 
@@ -232,14 +237,13 @@ impl TcpListener {
     /// - Out of fds (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`): the error is returned, the
     ///   connection stays in the backlog, and the *next* call first waits
     ///   [`ACCEPT_RETRY_DELAY`] without watching the listener, so a caller that loops on
-    ///   errors does not spin (EDGE_CASES 56; test `emfile.rs`).
+    ///   errors does not spin (edge case 56; test `emfile.rs`).
     /// - `ECONNABORTED` and Linux's pass-through network errors are retried, and returned
-    ///   only after many in a row (EDGE_CASES 55).
+    ///   only after many in a row (edge case 55).
     /// - If the loop is closed or dropped.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let (fd, peer) = self.accept.accept(&self.io, sys::accept).await?;
-        let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
-        Ok((TcpStream::accepted(fd, event_loop), peer))
+        let (io, peer) = self.io.accept().await?;
+        Ok((TcpStream { io }, peer))
     }
 
     /// The address the listener is bound to (with the port the kernel chose for port 0).
@@ -247,7 +251,7 @@ impl TcpListener {
     /// # Errors
     /// The OS error of `getsockname` (rare).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        sys::local_addr(self.io.as_fd())
+        self.io.local_addr()
     }
 
     /// Wraps a std listener (it is made non-blocking).
@@ -261,22 +265,11 @@ impl TcpListener {
     /// Deregisters and gives the socket back as a std listener, still non-blocking (call
     /// `set_nonblocking(false)` for blocking use).
     pub fn into_std(self) -> std::net::TcpListener {
-        std::net::TcpListener::from(self.io.into_inner())
+        std::net::TcpListener::from(self.io.into_fd())
     }
 }
 
-super::fd_traits!(TcpListener);
-
-impl fmt::Debug for TcpListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("TcpListener");
-        d.field("fd", &self.io.as_raw_fd());
-        if let Ok(addr) = self.local_addr() {
-            d.field("addr", &addr);
-        }
-        d.field("paused", &self.accept.is_paused()).finish()
-    }
-}
+super::socket_traits!(TcpListener);
 
 // ---------------------------------------------------------------------------------------
 // Stream
@@ -320,12 +313,12 @@ impl fmt::Debug for TcpListener {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct TcpStream {
-    io: Async<OwnedFd>,
+    io: Socket<Inet>,
 }
 
 impl TcpStream {
     /// Connects to `addr`: a non-blocking `connect`, then (if it is in progress) a wait for
-    /// writability and a look at `SO_ERROR` (EDGE_CASES 49). An immediate success or refusal
+    /// writability and a look at `SO_ERROR` (edge case 49). An immediate success or refusal
     /// (common on loopback) is handled without waiting.
     ///
     /// Wrap it in [`timeout`](crate::timeout) to bound the wait; dropping the future closes
@@ -338,23 +331,12 @@ impl TcpStream {
         let fd = sys::socket(&addr, sys::SockType::Stream)?;
         let connected = sys::connect(fd.as_fd(), &addr)?;
         let stream = TcpStream {
-            io: Async::from_nonblocking(crate::try_current().map(|lp| lp.downgrade()), fd),
+            io: Socket::on_running_loop(fd),
         };
-        if connected {
-            return Ok(stream);
+        if !connected {
+            stream.io.finish_connect().await?;
         }
-        loop {
-            stream.io.writable().await?;
-            if let Some(e) = sys::take_error(stream.io.as_fd())? {
-                return Err(e);
-            }
-            match sys::peer_addr(stream.io.as_fd()) {
-                Ok(_) => return Ok(stream),
-                // Writable with no error and no peer: still in progress (a spurious report).
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {}
-                Err(e) => return Err(e),
-            }
-        }
+        Ok(stream)
     }
 
     /// Resolves `host` (e.g. `"localhost:8080"`) with [`resolve`] on the thread pool, then
@@ -373,27 +355,17 @@ impl TcpStream {
         Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::NotFound)))
     }
 
-    /// An accepted socket (already non-blocking), registered with the listener's loop.
-    fn accepted(fd: OwnedFd, event_loop: Option<crate::WeakEventLoop>) -> TcpStream {
-        TcpStream {
-            io: Async::from_nonblocking(event_loop, fd),
-        }
-    }
-
     /// Reads at most `buf.len()` bytes, waiting until at least one is there. `Ok(0)` with a
     /// non-empty `buf` is end of stream: the peer shut down its write side or closed
-    /// (EDGE_CASES 50; we may still write).
+    /// (edge case 50; we may still write).
     ///
     /// An empty `buf` returns `Ok(0)` at once and makes no syscall: a zero-length read would
-    /// look like EOF (EDGE_CASES 51), so it is never issued, and that `0` does not mean EOF.
+    /// look like EOF (edge case 51), so it is never issued, and that `0` does not mean EOF.
     ///
     /// # Errors
-    /// `ConnectionReset` after a reset (EDGE_CASES 54); the loop's error if it is closed.
+    /// `ConnectionReset` after a reset (edge case 54); the loop's error if it is closed.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        self.io.read_with(|fd| sys::recv(fd.as_fd(), buf)).await
+        self.io.read(buf).await
     }
 
     /// Reads exactly `buf.len()` bytes.
@@ -401,19 +373,8 @@ impl TcpStream {
     /// # Errors
     /// `UnexpectedEof` if the stream ends first (the bytes read so far are in `buf` but their
     /// count is lost, as with std's `read_exact`); as [`read`](TcpStream::read).
-    pub async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
-        while !buf.is_empty() {
-            match self.read(buf).await? {
-                0 => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the stream ended before the buffer was filled",
-                    ))
-                }
-                n => buf = &mut buf[n..],
-            }
-        }
-        Ok(())
+    pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+        self.io.read_exact(buf).await
     }
 
     /// Reads what is there into `buf` without removing it (`MSG_PEEK`): the next read sees
@@ -423,10 +384,7 @@ impl TcpStream {
     /// # Errors
     /// As [`read`](TcpStream::read).
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        self.io.read_with(|fd| sys::peek(fd.as_fd(), buf)).await
+        self.io.peek(buf).await
     }
 
     /// Writes at most `buf.len()` bytes, waiting until at least one can be written; returns
@@ -435,39 +393,30 @@ impl TcpStream {
     ///
     /// # Errors
     /// `BrokenPipe` after our own `shutdown(Write)` or a closed peer, `ConnectionReset` after a
-    /// reset; never SIGPIPE (EDGE_CASES 53).
+    /// reset; never SIGPIPE (edge case 53).
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+        self.io.write(buf).await
     }
 
     /// Writes all of `buf`, in order, across as many partial writes and waits as it takes
-    /// (EDGE_CASES 52).
+    /// (edge case 52).
     ///
     /// Not cancel-safe: if the future is dropped midway, an unknown prefix was sent.
     ///
     /// # Errors
     /// As [`write`](TcpStream::write); `WriteZero` if the kernel accepts nothing.
-    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
-        while !buf.is_empty() {
-            match self.write(buf).await? {
-                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                n => buf = &buf[n..],
-            }
-        }
-        Ok(())
+    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        self.io.write_all(buf).await
     }
 
     /// Shuts down the read side, the write side or both (`shutdown(2)`). After
     /// `Shutdown::Write` the peer reads EOF and our writes fail with `BrokenPipe`; reading
-    /// still works (EDGE_CASES 50).
+    /// still works (edge case 50).
     ///
     /// # Errors
     /// `NotConnected` when the socket is not connected.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        sys::shutdown(self.io.as_fd(), how)
+        self.io.shutdown(how)
     }
 
     /// Waits until the stream is reported readable (or at EOF, or in error). See
@@ -517,7 +466,7 @@ impl TcpStream {
     /// # Errors
     /// The OS error of `getsockopt` (rare).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        sys::take_error(self.io.as_fd())
+        self.io.take_error()
     }
 
     /// Our end's address.
@@ -525,7 +474,7 @@ impl TcpStream {
     /// # Errors
     /// The OS error of `getsockname` (rare).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        sys::local_addr(self.io.as_fd())
+        self.io.local_addr()
     }
 
     /// The peer's address.
@@ -533,7 +482,7 @@ impl TcpStream {
     /// # Errors
     /// `NotConnected` when not connected (e.g. after a reset on some systems).
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        sys::peer_addr(self.io.as_fd())
+        self.io.peer_addr()
     }
 
     /// Wraps a connected std stream (it is made non-blocking, and on macOS `SO_NOSIGPIPE`).
@@ -541,32 +490,16 @@ impl TcpStream {
     /// # Errors
     /// As [`Async::new`].
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
-        let fd = OwnedFd::from(stream);
-        sys::set_nosigpipe(fd.as_fd())?;
         Ok(TcpStream {
-            io: Async::new(fd)?,
+            io: Socket::from_std(stream)?,
         })
     }
 
     /// Deregisters and gives the socket back as a std stream, still non-blocking (call
     /// `set_nonblocking(false)` for blocking use).
     pub fn into_std(self) -> std::net::TcpStream {
-        std::net::TcpStream::from(self.io.into_inner())
+        std::net::TcpStream::from(self.io.into_fd())
     }
 }
 
-super::fd_traits!(TcpStream);
-
-impl fmt::Debug for TcpStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("TcpStream");
-        d.field("fd", &self.io.as_raw_fd());
-        if let Ok(addr) = self.local_addr() {
-            d.field("local", &addr);
-        }
-        if let Ok(addr) = self.peer_addr() {
-            d.field("peer", &addr);
-        }
-        d.field("io", &self.io).finish()
-    }
-}
+super::socket_traits!(TcpStream);

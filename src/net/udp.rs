@@ -1,35 +1,36 @@
 //! UDP on the loop: [`UdpSocket`], built on [`Async`].
 //!
-//! Layer: `net`, on `async_fd.rs` and the syscalls of `evloop_sys::socket` (socket, bind,
-//! connect, send) and `evloop_sys::socket_more` (sendto, recvfrom with truncation
-//! detection). asyncio's counterparts are `sock_sendto`/`sock_recvfrom` and the
-//! `DatagramProtocol` of `create_datagram_endpoint`; std's is `std::net::UdpSocket`, whose
-//! method names these follow.
+//! Layer: `net`, on `socket.rs`, where the datagram operations UDP and Unix datagram sockets
+//! share are written once (send, sendto, recv and recvfrom with truncation detection, on the
+//! syscalls of `evloop_sys::socket` and `evloop_sys::socket_more`); this file makes and binds
+//! the socket and gives each public method its docs. asyncio's counterparts are
+//! `sock_sendto`/`sock_recvfrom` and the `DatagramProtocol` of `create_datagram_endpoint`;
+//! std's is `std::net::UdpSocket`, whose method names these follow.
 //!
 //! ## The special problems this file handles
-//! - **Truncation** (EDGE_CASES 57): a datagram longer than the buffer loses its tail.
+//! - **Truncation** (edge case 57): a datagram longer than the buffer loses its tail.
 //!   [`UdpSocket::recv_from`] behaves like std's (it returns the bytes that fit);
 //!   [`UdpSocket::recv_from_full`] and [`UdpSocket::recv_full`] also say whether the datagram
 //!   was truncated.
-//! - **ICMP errors** (EDGE_CASES 57): after a datagram from a *connected* socket hits a port
+//! - **ICMP errors** (edge case 57): after a datagram from a *connected* socket hits a port
 //!   with no listener, the kernel queues `ECONNREFUSED` on the socket; the next `recv` or
 //!   `send` returns it as `ConnectionRefused` (asyncio's `error_received`). The error is
 //!   consumed by that call: the socket is not closed and keeps working. An unconnected
 //!   socket gets no such report on Linux.
-//! - **Empty datagrams** (EDGE_CASES 51): `Ok(0)` from a receive is a zero-byte datagram,
+//! - **Empty datagrams** (edge case 51): `Ok(0)` from a receive is a zero-byte datagram,
 //!   not end of stream (UDP has none); an empty buffer is passed to the kernel as is.
-//! - **SIGPIPE** (EDGE_CASES 53): sends pass `MSG_NOSIGNAL` (`SO_NOSIGPIPE` on macOS).
+//! - **SIGPIPE** (edge case 53): sends pass `MSG_NOSIGNAL` (`SO_NOSIGPIPE` on macOS).
 //!
 //! Read `unix.rs` next, or `tests/udp.rs`.
 
-use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::AsFd;
 
 use evloop_sys::socket as sys;
-use evloop_sys::socket_more as dgram;
 
+use super::socket::{Inet, Socket};
+#[cfg(doc)]
 use super::Async;
 
 /// A UDP socket on the loop (asyncio's datagram endpoint; std's `UdpSocket`).
@@ -39,7 +40,7 @@ use super::Async;
 /// that finds a datagram costs one `recvfrom`, no allocation, no interest change.
 ///
 /// Cancel-safe: dropping a pending `recv_from` loses no datagram (it stays queued) and
-/// removes the reader if no other task waits (EDGE_CASES 65; test
+/// removes the reader if no other task waits (edge case 65; test
 /// `udp.rs::edge_65_cancelling_a_task_blocked_in_recv_removes_its_interest`). Dropping the
 /// socket deregisters it before closing the fd.
 ///
@@ -61,7 +62,7 @@ use super::Async;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct UdpSocket {
-    io: Async<OwnedFd>,
+    io: Socket<Inet>,
 }
 
 impl UdpSocket {
@@ -74,74 +75,62 @@ impl UdpSocket {
     pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
         let fd = sys::socket(&addr, sys::SockType::Datagram)?;
         sys::bind(fd.as_fd(), &addr)?;
-        Ok(UdpSocket::from_fd(fd))
-    }
-
-    fn from_fd(fd: OwnedFd) -> UdpSocket {
-        UdpSocket {
-            io: Async::from_nonblocking(crate::try_current().map(|lp| lp.downgrade()), fd),
-        }
+        Ok(UdpSocket {
+            io: Socket::on_running_loop(fd),
+        })
     }
 
     /// Sets the default peer: [`send`](UdpSocket::send) goes there, and only datagrams from
     /// it are received. It also makes the kernel report ICMP errors for that peer as
-    /// `ConnectionRefused` on a later `send`/`recv` (EDGE_CASES 57). Immediate: no wait.
+    /// `ConnectionRefused` on a later `send`/`recv` (edge case 57). Immediate: no wait.
     ///
     /// # Errors
     /// `NetworkUnreachable`, `AddrNotAvailable`; `InvalidInput` for an address of the other
     /// family.
     pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
-        // A datagram connect only records the peer: it never answers "in progress".
-        sys::connect(self.io.as_fd(), &addr).map(|_| ())
+        self.io.connect_datagram(&addr)
     }
 
     /// Sends one datagram to `addr`, waiting while the send buffer is full. Returns the bytes
     /// sent (all of `buf`: a datagram is never split). An empty `buf` sends an empty datagram.
     ///
     /// # Errors
-    /// `EMSGSIZE` (an `Other`-kind OS error) for a datagram too large (EDGE_CASES 57);
+    /// `EMSGSIZE` (an `Other`-kind OS error) for a datagram too large (edge case 57);
     /// `NetworkUnreachable`; on a connected socket, a pending `ConnectionRefused`.
     pub async fn send_to(&self, buf: &[u8], addr: SocketAddr) -> io::Result<usize> {
-        self.io
-            .write_with(|fd| dgram::send_to(fd.as_fd(), buf, &addr))
-            .await
+        self.io.send_to(buf, &addr).await
     }
 
     /// Receives one datagram and its sender's address, waiting until one arrives. A datagram
     /// longer than `buf` is silently truncated, as in std (use
     /// [`recv_from_full`](UdpSocket::recv_from_full) to know). `Ok((0, addr))` is an empty
-    /// datagram from `addr`, not EOF (EDGE_CASES 51).
+    /// datagram from `addr`, not EOF (edge case 51).
     ///
     /// # Errors
     /// On a connected socket, `ConnectionRefused` once after an ICMP port-unreachable; the
-    /// socket keeps working (EDGE_CASES 57).
+    /// socket keeps working (edge case 57).
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        let (n, addr, _truncated) = self.recv_from_full(buf).await?;
-        Ok((n, addr))
+        self.io.recv_from(buf).await
     }
 
     /// As [`recv_from`](UdpSocket::recv_from), and says whether the datagram was truncated:
     /// `(bytes in buf, sender, truncated)`. When `truncated` is true the datagram was longer
-    /// than `buf` and its tail is lost (EDGE_CASES 57; Linux learns this from `MSG_TRUNC`).
+    /// than `buf` and its tail is lost (edge case 57; Linux learns this from `MSG_TRUNC`).
     ///
     /// # Errors
     /// As [`recv_from`](UdpSocket::recv_from).
     pub async fn recv_from_full(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, bool)> {
-        let (got, addr) = self
-            .io
-            .read_with(|fd| dgram::recv_from(fd.as_fd(), buf))
-            .await?;
-        Ok((got.len, addr, got.truncated))
+        self.io.recv_from_full(buf).await
     }
 
     /// Sends one datagram to the connected peer (see [`connect`](UdpSocket::connect)).
     ///
     /// # Errors
     /// `NotConnected` (an OS `EDESTADDRREQ`) when not connected; `ConnectionRefused` when an
-    /// ICMP port-unreachable came back for an earlier datagram (once; EDGE_CASES 57);
+    /// ICMP port-unreachable came back for an earlier datagram (once; edge case 57);
     /// `EMSGSIZE`.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+        self.io.send(buf).await
     }
 
     /// Receives one datagram from the connected peer; a longer one is truncated silently
@@ -149,9 +138,9 @@ impl UdpSocket {
     ///
     /// # Errors
     /// `ConnectionRefused` once after an ICMP port-unreachable; the socket keeps working
-    /// (EDGE_CASES 57).
+    /// (edge case 57).
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        Ok(self.recv_full(buf).await?.0)
+        self.io.recv(buf).await
     }
 
     /// As [`recv`](UdpSocket::recv), and says whether the datagram was truncated:
@@ -160,8 +149,7 @@ impl UdpSocket {
     /// # Errors
     /// As [`recv`](UdpSocket::recv).
     pub async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
-        let got = self.io.read_with(|fd| dgram::recv(fd.as_fd(), buf)).await?;
-        Ok((got.len, got.truncated))
+        self.io.recv_full(buf).await
     }
 
     /// Waits until a datagram (or an error) is there. See [`Async::readable`].
@@ -186,7 +174,7 @@ impl UdpSocket {
     /// # Errors
     /// The OS error of `getsockopt` (rare).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        sys::take_error(self.io.as_fd())
+        self.io.take_error()
     }
 
     /// The address the socket is bound to.
@@ -194,7 +182,7 @@ impl UdpSocket {
     /// # Errors
     /// The OS error of `getsockname` (rare).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        sys::local_addr(self.io.as_fd())
+        self.io.local_addr()
     }
 
     /// The connected peer's address.
@@ -202,7 +190,7 @@ impl UdpSocket {
     /// # Errors
     /// `NotConnected` when [`connect`](UdpSocket::connect) was not called.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        sys::peer_addr(self.io.as_fd())
+        self.io.peer_addr()
     }
 
     /// Wraps a std socket (it is made non-blocking, and on macOS `SO_NOSIGPIPE`).
@@ -210,16 +198,14 @@ impl UdpSocket {
     /// # Errors
     /// As [`Async::new`].
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
-        let fd = OwnedFd::from(socket);
-        sys::set_nosigpipe(fd.as_fd())?;
         Ok(UdpSocket {
-            io: Async::new(fd)?,
+            io: Socket::from_std(socket)?,
         })
     }
 
     /// Deregisters and gives the socket back as a std socket, still non-blocking.
     pub fn into_std(self) -> std::net::UdpSocket {
-        std::net::UdpSocket::from(self.io.into_inner())
+        std::net::UdpSocket::from(self.io.into_fd())
     }
 }
 
@@ -237,18 +223,4 @@ impl From<UdpSocket> for std::net::UdpSocket {
     }
 }
 
-super::fd_traits!(UdpSocket);
-
-impl fmt::Debug for UdpSocket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("UdpSocket");
-        d.field("fd", &self.io.as_raw_fd());
-        if let Ok(addr) = self.local_addr() {
-            d.field("local", &addr);
-        }
-        if let Ok(addr) = self.peer_addr() {
-            d.field("peer", &addr);
-        }
-        d.field("io", &self.io).finish()
-    }
-}
+super::socket_traits!(UdpSocket);

@@ -1,16 +1,18 @@
 //! Unix-domain sockets on the loop: [`UnixListener`], [`UnixStream`], [`UnixDatagram`],
 //! built on [`Async`], and their address type [`UnixSocketAddr`].
 //!
-//! Layer: `net`, on `async_fd.rs` and the syscalls of `evloop_sys::socket_more` (`AF_UNIX`
-//! socket, bind, connect, accept, sendto, recvfrom) and `evloop_sys::socket` (send, recv,
-//! shutdown, `SO_ERROR`). asyncio's counterparts are `create_unix_server` and
-//! `open_unix_connection`; std's are `std::os::unix::net::*`, whose method names these follow.
+//! Layer: `net`, on `socket.rs` (the stream and datagram operations shared with TCP and UDP,
+//! written once there for every family; `socket::Local` names the `AF_UNIX` syscalls of
+//! `evloop_sys::socket_more`), `accept.rs` (the listener), and on `evloop_sys::socket_more`
+//! for making, binding and connecting `AF_UNIX` sockets. asyncio's counterparts are
+//! `create_unix_server` and `open_unix_connection`; std's are `std::os::unix::net::*`, whose
+//! method names these follow.
 //!
 //! ## The special problems this file handles
-//! - **Paths too long** (EDGE_CASES 58): a path that does not fit `sun_path` (107 usable bytes
+//! - **Paths too long** (edge case 58): a path that does not fit `sun_path` (107 usable bytes
 //!   on Linux, 103 on macOS) is an `InvalidInput` error *before* any socket is made; it is
 //!   never truncated (a truncated path would bind or connect somewhere else).
-//! - **A stale socket file at bind** (EDGE_CASES 58). A server that died leaves its socket
+//! - **A stale socket file at bind** (edge case 58). A server that died leaves its socket
 //!   file, and `bind` then fails with `EADDRINUSE`. asyncio's `create_unix_server` removes
 //!   any existing *socket* file first, which also silently steals the path from a server that
 //!   is still running. Our rule: when `bind` says `AddrInUse`, and the path is a socket file
@@ -24,19 +26,18 @@
 //!   is writable all along). [`UnixStream::connect`] therefore *retries*, sleeping 1 ms, then
 //!   2, 4... up to 64 ms between tries, until the listener accepts or refuses; wrap it in
 //!   [`timeout`](crate::timeout) to bound it (test `unix.rs::connect_waits_while_the_backlog_is_full`).
-//! - **Unnamed peers** (EDGE_CASES 58): the address of an unbound client or a `pair()` end is
+//! - **Unnamed peers** (edge case 58): the address of an unbound client or a `pair()` end is
 //!   [`UnixSocketAddr::is_unnamed`], not an empty path.
-//! - **Linux abstract names** (EDGE_CASES 58): `bind_abstract`/`connect_abstract` (a leading
+//! - **Linux abstract names** (edge case 58): `bind_abstract`/`connect_abstract` (a leading
 //!   NUL; no file is made, nothing to clean up).
 //! - **Datagrams** as in `udp.rs`: truncation detected by `recv_from_full`, an empty datagram
-//!   is data (EDGE_CASES 51, 57); sends never raise SIGPIPE (EDGE_CASES 53).
+//!   is data (edge cases 51, 57); sends never raise SIGPIPE (edge case 53).
 //!
 //! Read `tests/unix.rs` next.
 
-use std::fmt;
 use std::io;
 use std::net::Shutdown;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::time::Duration;
@@ -47,15 +48,13 @@ use evloop_sys::socket_more as unix;
 
 pub use evloop_sys::socket_more::UnixSocketAddr;
 
-use super::accept::AcceptPolicy;
+use super::accept::Listener;
+use super::socket::{Local, Socket};
+#[cfg(doc)]
 use super::Async;
 
 /// The longest pause between two tries of a connect refused with `EAGAIN` (full backlog).
 const MAX_CONNECT_BACKOFF: Duration = Duration::from_millis(64);
-
-fn running_loop() -> Option<crate::WeakEventLoop> {
-    crate::try_current().map(|lp| lp.downgrade())
-}
 
 /// Binds `fd` to `addr`, removing a *stale* socket file at its path first if `bind` says
 /// `AddrInUse` (the policy in the module header).
@@ -125,8 +124,7 @@ fn bind_with_stale_check(
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct UnixListener {
-    io: Async<OwnedFd>,
-    accept: AcceptPolicy,
+    io: Listener<Local>,
 }
 
 impl UnixListener {
@@ -158,14 +156,9 @@ impl UnixListener {
         let fd = unix::unix_socket(SockType::Stream)?;
         bind_with_stale_check(fd.as_fd(), addr, SockType::Stream)?;
         sys::listen(fd.as_fd(), 1024)?;
-        Ok(UnixListener::from_fd(fd))
-    }
-
-    fn from_fd(fd: OwnedFd) -> UnixListener {
-        UnixListener {
-            io: Async::from_nonblocking(running_loop(), fd),
-            accept: AcceptPolicy::default(),
-        }
+        Ok(UnixListener {
+            io: Listener::new(Socket::on_running_loop(fd)),
+        })
     }
 
     /// Accepts one connection: the stream and the peer's address (unnamed unless the client
@@ -174,12 +167,11 @@ impl UnixListener {
     ///
     /// # Errors
     /// Out of fds (`EMFILE`...): returned, and the next call first waits
-    /// [`ACCEPT_RETRY_DELAY`](super::ACCEPT_RETRY_DELAY) without watching the listener (EDGE_CASES 56).
-    /// `ECONNABORTED` is retried (EDGE_CASES 55). The loop closed or dropped.
+    /// [`ACCEPT_RETRY_DELAY`](super::ACCEPT_RETRY_DELAY) without watching the listener (edge case 56).
+    /// `ECONNABORTED` is retried (edge case 55). The loop closed or dropped.
     pub async fn accept(&self) -> io::Result<(UnixStream, UnixSocketAddr)> {
-        let (fd, peer) = self.accept.accept(&self.io, unix::accept_unix).await?;
-        let event_loop = self.io.event_loop().map(|lp| lp.downgrade());
-        Ok((UnixStream::from_parts(event_loop, fd), peer))
+        let (io, peer) = self.io.accept().await?;
+        Ok((UnixStream { io }, peer))
     }
 
     /// The address the listener is bound to.
@@ -187,7 +179,7 @@ impl UnixListener {
     /// # Errors
     /// The OS error of `getsockname` (rare).
     pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
-        unix::unix_local_addr(self.io.as_fd())
+        self.io.local_addr()
     }
 
     /// Wraps a std listener (it is made non-blocking).
@@ -196,29 +188,17 @@ impl UnixListener {
     /// As [`Async::new`].
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         Ok(UnixListener {
-            io: Async::new(OwnedFd::from(listener))?,
-            accept: AcceptPolicy::default(),
+            io: Listener::new(Socket::new(OwnedFd::from(listener))?),
         })
     }
 
     /// Deregisters and gives the socket back as a std listener, still non-blocking.
     pub fn into_std(self) -> std::os::unix::net::UnixListener {
-        std::os::unix::net::UnixListener::from(self.io.into_inner())
+        std::os::unix::net::UnixListener::from(self.io.into_fd())
     }
 }
 
-super::fd_traits!(UnixListener);
-
-impl fmt::Debug for UnixListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("UnixListener");
-        d.field("fd", &self.io.as_raw_fd());
-        if let Ok(addr) = self.local_addr() {
-            d.field("addr", &addr);
-        }
-        d.field("paused", &self.accept.is_paused()).finish()
-    }
-}
+super::socket_traits!(UnixListener);
 
 // ---------------------------------------------------------------------------------------
 // Stream
@@ -227,7 +207,7 @@ impl fmt::Debug for UnixListener {
 ///
 /// As [`TcpStream`](super::TcpStream): every method takes `&self`, one task may read while
 /// another writes, a read that finds data costs one `recv`. Dropping a pending read removes
-/// its interest (EDGE_CASES 65; test `unix.rs::edge_65_cancelling_a_task_blocked_in_read_removes_its_interest`).
+/// its interest (edge case 65; test `unix.rs::edge_65_cancelling_a_task_blocked_in_read_removes_its_interest`).
 ///
 /// # Examples
 ///
@@ -244,13 +224,14 @@ impl fmt::Debug for UnixListener {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct UnixStream {
-    io: Async<OwnedFd>,
+    io: Socket<Local>,
 }
 
 impl UnixStream {
-    fn from_parts(event_loop: Option<crate::WeakEventLoop>, fd: OwnedFd) -> UnixStream {
+    /// A stream on a socket made here (non-blocking), for the running loop.
+    fn from_fd(fd: OwnedFd) -> UnixStream {
         UnixStream {
-            io: Async::from_nonblocking(event_loop, fd),
+            io: Socket::on_running_loop(fd),
         }
     }
 
@@ -280,7 +261,7 @@ impl UnixStream {
     /// As [`connect`](UnixStream::connect).
     pub async fn connect_addr(addr: &UnixSocketAddr) -> io::Result<UnixStream> {
         let fd = unix::unix_socket(SockType::Stream)?;
-        let stream = UnixStream::from_parts(running_loop(), fd);
+        let stream = UnixStream::from_fd(fd);
         let mut backoff = Duration::from_millis(1);
         loop {
             match unix::connect_unix(stream.io.as_fd(), addr) {
@@ -295,17 +276,8 @@ impl UnixStream {
             }
         }
         // In progress (not seen on Linux for AF_UNIX, possible elsewhere): as for TCP.
-        loop {
-            stream.io.writable().await?;
-            if let Some(e) = sys::take_error(stream.io.as_fd())? {
-                return Err(e);
-            }
-            match unix::unix_peer_addr(stream.io.as_fd()) {
-                Ok(_) => return Ok(stream),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {}
-                Err(e) => return Err(e),
-            }
-        }
+        stream.io.finish_connect().await?;
+        Ok(stream)
     }
 
     /// A connected pair of unnamed streams (`socketpair`), non-blocking and close-on-exec.
@@ -314,43 +286,25 @@ impl UnixStream {
     /// `EMFILE`/`ENFILE`.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
         let (a, b) = unix::unix_pair(SockType::Stream)?;
-        let event_loop = running_loop();
-        Ok((
-            UnixStream::from_parts(event_loop.clone(), a),
-            UnixStream::from_parts(event_loop, b),
-        ))
+        Ok((UnixStream::from_fd(a), UnixStream::from_fd(b)))
     }
 
     /// Reads at most `buf.len()` bytes, waiting until at least one is there. `Ok(0)` with a
     /// non-empty `buf` is end of stream; an empty `buf` returns `Ok(0)` at once without a
-    /// syscall (EDGE_CASES 51).
+    /// syscall (edge case 51).
     ///
     /// # Errors
     /// `ConnectionReset`; the loop closed or dropped.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        self.io.read_with(|fd| sys::recv(fd.as_fd(), buf)).await
+        self.io.read(buf).await
     }
 
     /// Reads exactly `buf.len()` bytes.
     ///
     /// # Errors
     /// `UnexpectedEof` if the stream ends first; as [`read`](UnixStream::read).
-    pub async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
-        while !buf.is_empty() {
-            match self.read(buf).await? {
-                0 => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the stream ended before the buffer was filled",
-                    ))
-                }
-                n => buf = &mut buf[n..],
-            }
-        }
-        Ok(())
+    pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+        self.io.read_exact(buf).await
     }
 
     /// Writes at most `buf.len()` bytes, waiting until at least one can be written. An empty
@@ -358,12 +312,9 @@ impl UnixStream {
     ///
     /// # Errors
     /// `BrokenPipe` when the peer closed or after our `shutdown(Write)`; never SIGPIPE
-    /// (EDGE_CASES 53).
+    /// (edge case 53).
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+        self.io.write(buf).await
     }
 
     /// Writes all of `buf` in order, across partial writes. Not cancel-safe (an unknown prefix
@@ -371,14 +322,8 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`write`](UnixStream::write); `WriteZero` if the kernel accepts nothing.
-    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
-        while !buf.is_empty() {
-            match self.write(buf).await? {
-                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                n => buf = &buf[n..],
-            }
-        }
-        Ok(())
+    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        self.io.write_all(buf).await
     }
 
     /// Shuts down the read side, the write side or both. After `Write` the peer reads EOF.
@@ -386,7 +331,7 @@ impl UnixStream {
     /// # Errors
     /// `NotConnected`.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        sys::shutdown(self.io.as_fd(), how)
+        self.io.shutdown(how)
     }
 
     /// Waits until the stream is reported readable. See [`Async::readable`].
@@ -410,7 +355,7 @@ impl UnixStream {
     /// # Errors
     /// The OS error of `getsockopt` (rare).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        sys::take_error(self.io.as_fd())
+        self.io.take_error()
     }
 
     /// Our end's address (unnamed unless bound).
@@ -418,7 +363,7 @@ impl UnixStream {
     /// # Errors
     /// The OS error of `getsockname` (rare).
     pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
-        unix::unix_local_addr(self.io.as_fd())
+        self.io.local_addr()
     }
 
     /// The peer's address (unnamed for a `pair()` end or an unbound client).
@@ -426,7 +371,7 @@ impl UnixStream {
     /// # Errors
     /// `NotConnected`.
     pub fn peer_addr(&self) -> io::Result<UnixSocketAddr> {
-        unix::unix_peer_addr(self.io.as_fd())
+        self.io.peer_addr()
     }
 
     /// Wraps a connected std stream (made non-blocking; on macOS `SO_NOSIGPIPE`).
@@ -434,34 +379,18 @@ impl UnixStream {
     /// # Errors
     /// As [`Async::new`].
     pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
-        let fd = OwnedFd::from(stream);
-        sys::set_nosigpipe(fd.as_fd())?;
         Ok(UnixStream {
-            io: Async::new(fd)?,
+            io: Socket::from_std(stream)?,
         })
     }
 
     /// Deregisters and gives the socket back as a std stream, still non-blocking.
     pub fn into_std(self) -> std::os::unix::net::UnixStream {
-        std::os::unix::net::UnixStream::from(self.io.into_inner())
+        std::os::unix::net::UnixStream::from(self.io.into_fd())
     }
 }
 
-super::fd_traits!(UnixStream);
-
-impl fmt::Debug for UnixStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("UnixStream");
-        d.field("fd", &self.io.as_raw_fd());
-        if let Ok(addr) = self.local_addr() {
-            d.field("local", &addr);
-        }
-        if let Ok(addr) = self.peer_addr() {
-            d.field("peer", &addr);
-        }
-        d.field("io", &self.io).finish()
-    }
-}
+super::socket_traits!(UnixStream);
 
 // ---------------------------------------------------------------------------------------
 // Datagram
@@ -472,7 +401,7 @@ impl fmt::Debug for UnixStream {
 /// Datagrams keep their boundaries; a receive into a short buffer truncates (see
 /// [`recv_from_full`](UnixDatagram::recv_from_full)); an empty datagram is data. The sender
 /// of a datagram from an unbound socket is [unnamed](UnixSocketAddr::is_unnamed) and cannot
-/// be answered (EDGE_CASES 58).
+/// be answered (edge case 58).
 ///
 /// # Examples
 ///
@@ -490,13 +419,13 @@ impl fmt::Debug for UnixStream {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct UnixDatagram {
-    io: Async<OwnedFd>,
+    io: Socket<Local>,
 }
 
 impl UnixDatagram {
     fn from_fd(fd: OwnedFd) -> UnixDatagram {
         UnixDatagram {
-            io: Async::from_nonblocking(running_loop(), fd),
+            io: Socket::on_running_loop(fd),
         }
     }
 
@@ -573,7 +502,7 @@ impl UnixDatagram {
     /// # Errors
     /// As [`connect`](UnixDatagram::connect).
     pub fn connect_addr(&self, addr: &UnixSocketAddr) -> io::Result<()> {
-        unix::connect_unix(self.io.as_fd(), addr).map(|_| ())
+        self.io.connect_datagram(addr)
     }
 
     /// Sends one datagram to the socket at `path`, waiting while the receiver's queue (or our
@@ -593,9 +522,7 @@ impl UnixDatagram {
     /// As [`send_to`](UnixDatagram::send_to); sending to an unnamed address fails (there is
     /// no way to reach it).
     pub async fn send_to_addr(&self, buf: &[u8], addr: &UnixSocketAddr) -> io::Result<usize> {
-        self.io
-            .write_with(|fd| unix::send_to_unix(fd.as_fd(), buf, addr))
-            .await
+        self.io.send_to(buf, addr).await
     }
 
     /// Receives one datagram and its sender's address (unnamed for an unbound sender). A
@@ -604,12 +531,11 @@ impl UnixDatagram {
     /// # Errors
     /// The loop closed or dropped.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, UnixSocketAddr)> {
-        let (n, addr, _) = self.recv_from_full(buf).await?;
-        Ok((n, addr))
+        self.io.recv_from(buf).await
     }
 
     /// As [`recv_from`](UnixDatagram::recv_from), and says whether the datagram was
-    /// truncated: `(bytes in buf, sender, truncated)` (EDGE_CASES 57).
+    /// truncated: `(bytes in buf, sender, truncated)` (edge case 57).
     ///
     /// # Errors
     /// As [`recv_from`](UnixDatagram::recv_from).
@@ -617,11 +543,7 @@ impl UnixDatagram {
         &self,
         buf: &mut [u8],
     ) -> io::Result<(usize, UnixSocketAddr, bool)> {
-        let (got, addr) = self
-            .io
-            .read_with(|fd| unix::recv_from_unix(fd.as_fd(), buf))
-            .await?;
-        Ok((got.len, addr, got.truncated))
+        self.io.recv_from_full(buf).await
     }
 
     /// Sends one datagram to the connected peer.
@@ -629,7 +551,7 @@ impl UnixDatagram {
     /// # Errors
     /// `NotConnected`; `ConnectionRefused` when the peer is gone.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+        self.io.send(buf).await
     }
 
     /// Receives one datagram from the connected peer (truncated silently if longer).
@@ -637,7 +559,7 @@ impl UnixDatagram {
     /// # Errors
     /// The loop closed or dropped.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        Ok(self.recv_full(buf).await?.0)
+        self.io.recv(buf).await
     }
 
     /// As [`recv`](UnixDatagram::recv), and says whether the datagram was truncated.
@@ -645,8 +567,7 @@ impl UnixDatagram {
     /// # Errors
     /// As [`recv`](UnixDatagram::recv).
     pub async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
-        let got = self.io.read_with(|fd| unix::recv(fd.as_fd(), buf)).await?;
-        Ok((got.len, got.truncated))
+        self.io.recv_full(buf).await
     }
 
     /// Shuts down the read side, the write side or both.
@@ -654,7 +575,7 @@ impl UnixDatagram {
     /// # Errors
     /// `NotConnected` on some systems for an unconnected socket.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        sys::shutdown(self.io.as_fd(), how)
+        self.io.shutdown(how)
     }
 
     /// Our address (unnamed when unbound).
@@ -662,7 +583,7 @@ impl UnixDatagram {
     /// # Errors
     /// The OS error of `getsockname` (rare).
     pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
-        unix::unix_local_addr(self.io.as_fd())
+        self.io.local_addr()
     }
 
     /// The connected peer's address.
@@ -670,7 +591,7 @@ impl UnixDatagram {
     /// # Errors
     /// `NotConnected` when not connected.
     pub fn peer_addr(&self) -> io::Result<UnixSocketAddr> {
-        unix::unix_peer_addr(self.io.as_fd())
+        self.io.peer_addr()
     }
 
     /// Wraps a std datagram socket (made non-blocking; on macOS `SO_NOSIGPIPE`).
@@ -678,31 +599,15 @@ impl UnixDatagram {
     /// # Errors
     /// As [`Async::new`].
     pub fn from_std(socket: std::os::unix::net::UnixDatagram) -> io::Result<UnixDatagram> {
-        let fd = OwnedFd::from(socket);
-        sys::set_nosigpipe(fd.as_fd())?;
         Ok(UnixDatagram {
-            io: Async::new(fd)?,
+            io: Socket::from_std(socket)?,
         })
     }
 
     /// Deregisters and gives the socket back as a std socket, still non-blocking.
     pub fn into_std(self) -> std::os::unix::net::UnixDatagram {
-        std::os::unix::net::UnixDatagram::from(self.io.into_inner())
+        std::os::unix::net::UnixDatagram::from(self.io.into_fd())
     }
 }
 
-super::fd_traits!(UnixDatagram);
-
-impl fmt::Debug for UnixDatagram {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("UnixDatagram");
-        d.field("fd", &self.io.as_raw_fd());
-        if let Ok(addr) = self.local_addr() {
-            d.field("local", &addr);
-        }
-        if let Ok(addr) = self.peer_addr() {
-            d.field("peer", &addr);
-        }
-        d.field("io", &self.io).finish()
-    }
-}
+super::socket_traits!(UnixDatagram);

@@ -1,0 +1,392 @@
+//! [`Socket<F>`]: what every socket type of `net` does with its fd, written once for both
+//! address families: the stream operations of [`TcpStream`](super::TcpStream) and
+//! [`UnixStream`](super::UnixStream), the datagram operations of
+//! [`UdpSocket`](super::UdpSocket) and [`UnixDatagram`](super::UnixDatagram), the end of a
+//! non-blocking connect, addresses, `Debug`.
+//!
+//! Layer: `net`, on `async_fd.rs` and the syscalls of `evloop_sys::socket` /
+//! `evloop_sys::socket_more`. The public types in `tcp.rs`, `udp.rs` and `unix.rs` hold one
+//! `Socket` each (a listener through the `Listener` of `accept.rs`) and keep only what is
+//! their own (how they are made, bound and connected, their options); their public methods,
+//! each with its own doc comment as in std, call the bodies here.
+//!
+//! ## How data flows
+//! ```text
+//!  TcpStream::read(buf) ──> Socket::read: buf empty? Ok(0), no syscall (edge case 51)
+//!                             └──> Async::read_with(recv) ── WouldBlock ──> readable().await
+//!  UdpSocket::send_to(buf, addr) ──> Socket::send_to ──> Async::write_with(F::send_to)
+//! ```
+//! Where the two families differ it is only in the syscalls that take or give an address
+//! (`getsockname`, `accept`, `sendto`...): the [`Family`] trait names those, with one
+//! implementation per family ([`Inet`] for TCP and UDP, [`Local`] for `AF_UNIX`).
+//!
+//! ## The rules written here once
+//! - **Streams** (edge cases 50, 51): a read or a peek into an empty buffer returns `Ok(0)`
+//!   without a syscall (a zero-length read would look like EOF); a write of nothing returns
+//!   `Ok(0)` at once. `read_exact` fails with `UnexpectedEof`, `write_all` with `WriteZero`.
+//! - **Datagrams** (edge cases 51, 57): an empty buffer goes to the kernel as is (an empty
+//!   datagram is data); receives report truncation.
+//! - **SIGPIPE** (edge case 53): every send is `send(MSG_NOSIGNAL)` or `sendto` with it; a
+//!   socket made outside this crate gets `SO_NOSIGPIPE` where that exists
+//!   ([`Socket::from_std`]).
+//! - **Cancel-safety**: every operation tries its syscall and waits only on `WouldBlock`, so
+//!   dropping a pending call loses no data (a syscall either completed within one poll or did
+//!   not happen) and withdraws its interest (edge case 65). `read_exact` and `write_all`
+//!   are the exceptions: dropped midway, an unknown prefix was read or sent.
+//!
+//! Read `tcp.rs` next.
+
+use std::fmt;
+use std::io;
+use std::marker::PhantomData;
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use evloop_sys::socket as sys;
+use evloop_sys::socket_more::{self as more, Received, UnixSocketAddr};
+
+use super::Async;
+use crate::WeakEventLoop;
+
+/// The syscalls that take or give an address, the only ones that differ between address
+/// families. Everything else on a socket is the same call on the fd.
+pub(crate) trait Family {
+    /// The family's address type.
+    type Addr: fmt::Debug;
+
+    /// `getsockname`.
+    fn local_addr(fd: BorrowedFd<'_>) -> io::Result<Self::Addr>;
+
+    /// `getpeername`.
+    fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<Self::Addr>;
+
+    /// A non-blocking `accept` (the new fd non-blocking and close-on-exec).
+    fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, Self::Addr)>;
+
+    /// A non-blocking `connect`: `Ok(true)` when connected, `Ok(false)` when in progress.
+    fn connect(fd: BorrowedFd<'_>, addr: &Self::Addr) -> io::Result<bool>;
+
+    /// One `sendto` of a datagram, never raising SIGPIPE.
+    fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &Self::Addr) -> io::Result<usize>;
+
+    /// One `recvfrom` of a datagram, with truncation detection.
+    fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, Self::Addr)>;
+}
+
+/// `AF_INET` and `AF_INET6`: TCP and UDP, addressed by `SocketAddr`.
+pub(crate) enum Inet {}
+
+impl Family for Inet {
+    type Addr = SocketAddr;
+
+    fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+        sys::local_addr(fd)
+    }
+
+    fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+        sys::peer_addr(fd)
+    }
+
+    fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddr)> {
+        sys::accept(fd)
+    }
+
+    fn connect(fd: BorrowedFd<'_>, addr: &SocketAddr) -> io::Result<bool> {
+        sys::connect(fd, addr)
+    }
+
+    fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+        more::send_to(fd, buf, addr)
+    }
+
+    fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, SocketAddr)> {
+        more::recv_from(fd, buf)
+    }
+}
+
+/// `AF_UNIX`: Unix-domain sockets, addressed by [`UnixSocketAddr`].
+pub(crate) enum Local {}
+
+impl Family for Local {
+    type Addr = UnixSocketAddr;
+
+    fn local_addr(fd: BorrowedFd<'_>) -> io::Result<UnixSocketAddr> {
+        more::unix_local_addr(fd)
+    }
+
+    fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<UnixSocketAddr> {
+        more::unix_peer_addr(fd)
+    }
+
+    fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, UnixSocketAddr)> {
+        more::accept_unix(fd)
+    }
+
+    fn connect(fd: BorrowedFd<'_>, addr: &UnixSocketAddr) -> io::Result<bool> {
+        more::connect_unix(fd, addr)
+    }
+
+    fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &UnixSocketAddr) -> io::Result<usize> {
+        more::send_to_unix(fd, buf, addr)
+    }
+
+    fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, UnixSocketAddr)> {
+        more::recv_from_unix(fd, buf)
+    }
+}
+
+/// A socket of family `F` on the loop: its [`Async`] fd and every operation the public socket
+/// types share. Dropping it deregisters, then closes the fd.
+pub(crate) struct Socket<F: Family> {
+    io: Async<OwnedFd>,
+    family: PhantomData<F>,
+}
+
+impl<F: Family> Socket<F> {
+    /// Wraps a socket this crate made non-blocking (`socket`, `accept4`, `socketpair`) for
+    /// `event_loop` (`None`: the loop that first waits on it).
+    pub(crate) fn from_nonblocking(event_loop: Option<WeakEventLoop>, fd: OwnedFd) -> Socket<F> {
+        Socket {
+            io: Async::from_nonblocking(event_loop, fd),
+            family: PhantomData,
+        }
+    }
+
+    /// Wraps a socket this crate made non-blocking, for the running loop (or, outside one,
+    /// the loop that first waits on it).
+    pub(crate) fn on_running_loop(fd: OwnedFd) -> Socket<F> {
+        Socket::from_nonblocking(crate::try_current().map(|lp| lp.downgrade()), fd)
+    }
+
+    /// Wraps a listening socket made elsewhere (or bound here): as [`Async::new`], it is
+    /// checked and made non-blocking.
+    ///
+    /// # Errors
+    /// As [`Async::new`].
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<Socket<F>> {
+        Ok(Socket {
+            io: Async::new(fd)?,
+            family: PhantomData,
+        })
+    }
+
+    /// Wraps a std socket that sends (a stream or a datagram socket): made non-blocking, and
+    /// on macOS `SO_NOSIGPIPE` (edge case 53).
+    ///
+    /// # Errors
+    /// The error of `setsockopt`; as [`Async::new`].
+    pub(crate) fn from_std(fd: impl Into<OwnedFd>) -> io::Result<Socket<F>> {
+        let fd = fd.into();
+        sys::set_nosigpipe(fd.as_fd())?;
+        Socket::new(fd)
+    }
+
+    /// Deregisters and gives the fd back, still non-blocking.
+    pub(crate) fn into_fd(self) -> OwnedFd {
+        self.io.into_inner()
+    }
+
+    /// The loop this socket is registered with (or bound to), as a weak handle, for the
+    /// sockets it accepts.
+    pub(crate) fn weak_loop(&self) -> Option<WeakEventLoop> {
+        self.io.event_loop().map(|lp| lp.downgrade())
+    }
+
+    // -- Streams ---------------------------------------------------------------------------
+
+    /// Ends a connect that answered "in progress" (edge case 49): waits for writability,
+    /// then reads `SO_ERROR`. Writable with no error and no peer yet is a spurious report:
+    /// it waits again.
+    ///
+    /// # Errors
+    /// The connect's error (`ConnectionRefused`...); the loop closed or dropped.
+    pub(crate) async fn finish_connect(&self) -> io::Result<()> {
+        loop {
+            self.io.writable().await?;
+            if let Some(e) = sys::take_error(self.io.as_fd())? {
+                return Err(e);
+            }
+            match F::peer_addr(self.io.as_fd()) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A stream read: at most `buf.len()` bytes, waiting until one is there; an empty `buf`
+    /// is `Ok(0)` without a syscall.
+    pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv_nonempty(buf, sys::recv).await
+    }
+
+    /// As [`read`](Socket::read), leaving the bytes in the socket (`MSG_PEEK`).
+    pub(crate) async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv_nonempty(buf, sys::peek).await
+    }
+
+    /// `op` into a non-empty `buf`, waiting for readability on `WouldBlock`; an empty `buf`
+    /// is `Ok(0)` and no syscall, since a zero-length read would look like EOF
+    /// (edge case 51).
+    async fn recv_nonempty(
+        &self,
+        buf: &mut [u8],
+        op: fn(BorrowedFd<'_>, &mut [u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.io.read_with(|fd| op(fd.as_fd(), buf)).await
+    }
+
+    /// Reads until `buf` is full.
+    ///
+    /// # Errors
+    /// `UnexpectedEof` if the stream ends first; as [`read`](Socket::read).
+    pub(crate) async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read(buf).await? {
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the stream ended before the buffer was filled",
+                    ))
+                }
+                n => buf = &mut buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// A stream write: at most `buf.len()` bytes, waiting until one can be written; an empty
+    /// `buf` is `Ok(0)` without a syscall.
+    pub(crate) async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.send(buf).await
+    }
+
+    /// Writes all of `buf`, in order, across partial writes (edge case 52).
+    ///
+    /// # Errors
+    /// As [`write`](Socket::write); `WriteZero` if the kernel accepts nothing.
+    pub(crate) async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write(buf).await? {
+                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                n => buf = &buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    // -- Datagrams (and the send under a stream write) ---------------------------------------
+
+    /// One `send(MSG_NOSIGNAL)` of all of `buf` (empty included), waiting for writability on
+    /// `WouldBlock`.
+    pub(crate) async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.write_with(|fd| sys::send(fd.as_fd(), buf)).await
+    }
+
+    /// One datagram to `addr`, waiting for writability on `WouldBlock`.
+    pub(crate) async fn send_to(&self, buf: &[u8], addr: &F::Addr) -> io::Result<usize> {
+        self.io
+            .write_with(|fd| F::send_to(fd.as_fd(), buf, addr))
+            .await
+    }
+
+    /// One datagram from the connected peer: `(bytes in buf, truncated)`.
+    pub(crate) async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+        let got = self.io.read_with(|fd| more::recv(fd.as_fd(), buf)).await?;
+        Ok((got.len, got.truncated))
+    }
+
+    /// One datagram and its sender: `(bytes in buf, sender, truncated)`.
+    pub(crate) async fn recv_from_full(
+        &self,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, F::Addr, bool)> {
+        let (got, addr) = self
+            .io
+            .read_with(|fd| F::recv_from(fd.as_fd(), buf))
+            .await?;
+        Ok((got.len, addr, got.truncated))
+    }
+
+    /// As [`recv_full`](Socket::recv_full), without the truncation flag (std's `recv`).
+    pub(crate) async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(self.recv_full(buf).await?.0)
+    }
+
+    /// As [`recv_from_full`](Socket::recv_from_full), without the truncation flag (std's
+    /// `recv_from`).
+    pub(crate) async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, F::Addr)> {
+        let (n, addr, _truncated) = self.recv_from_full(buf).await?;
+        Ok((n, addr))
+    }
+
+    /// A datagram socket's `connect`: it only records the peer, so it never answers "in
+    /// progress".
+    pub(crate) fn connect_datagram(&self, addr: &F::Addr) -> io::Result<()> {
+        F::connect(self.io.as_fd(), addr).map(|_| ())
+    }
+
+    // -- Both ------------------------------------------------------------------------------
+
+    /// `shutdown(2)`.
+    pub(crate) fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        sys::shutdown(self.io.as_fd(), how)
+    }
+
+    /// Waits until the fd is reported readable (see [`Async::readable`]).
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        self.io.readable().await
+    }
+
+    /// Waits until the fd is reported writable (see [`Async::writable`]).
+    pub(crate) async fn writable(&self) -> io::Result<()> {
+        self.io.writable().await
+    }
+
+    /// Reads and clears `SO_ERROR`.
+    pub(crate) fn take_error(&self) -> io::Result<Option<io::Error>> {
+        sys::take_error(self.io.as_fd())
+    }
+
+    /// Our end's address.
+    pub(crate) fn local_addr(&self) -> io::Result<F::Addr> {
+        F::local_addr(self.io.as_fd())
+    }
+
+    /// The peer's address.
+    pub(crate) fn peer_addr(&self) -> io::Result<F::Addr> {
+        F::peer_addr(self.io.as_fd())
+    }
+
+    /// The `Debug` of every socket type: `name { fd, local, peer, io }`, each address only
+    /// where the system gives one.
+    pub(crate) fn fmt_named(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        let mut d = f.debug_struct(name);
+        d.field("fd", &self.io.as_raw_fd());
+        if let Ok(addr) = self.local_addr() {
+            d.field("local", &addr);
+        }
+        if let Ok(addr) = self.peer_addr() {
+            d.field("peer", &addr);
+        }
+        d.field("io", &self.io).finish()
+    }
+}
+
+impl<F: Family> AsFd for Socket<F> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.as_fd()
+    }
+}
+
+impl<F: Family> AsRawFd for Socket<F> {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.io.as_raw_fd()
+    }
+}
