@@ -1,6 +1,7 @@
-//! Loop-primitive micro-benchmarks, as `peers/micro` defines them, printing
-//! `RESULT,evloop,<bench>,<metric>,<value>` lines so `peers/micro/run.sh` can run evloop beside
-//! libev, libuv, tokio and asyncio.
+//! Loop-primitive micro-benchmarks: the workloads the peer loops' micro-benchmarks share (libev,
+//! libuv, tokio and asyncio implement the same ones), printing
+//! `RESULT,evloop,<bench>,<metric>,<value>` lines, the format their comparison scripts read, so
+//! evloop can run beside them.
 //!
 //! `cargo bench --bench micro` runs all of them at moderate sizes; one at a time:
 //! `cargo bench --bench micro -- callbacks N K` (K concurrent call_soon chains, N callbacks in

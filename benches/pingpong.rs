@@ -5,9 +5,9 @@
 //! and writes them back, both through [`TcpStream`] (try the syscall, await readiness on
 //! `WouldBlock`). So each round trip costs the loop two wake-ups (one per side) and four
 //! successful syscalls (a `send` and a `recv` on each side), plus its share of the selector
-//! calls. That is the number evloop controls; `../shared/peers/echo` measures a server alone
-//! against a C client in another process, which is a different experiment (its syscall counts
-//! are the server's only).
+//! calls. That is the number evloop controls. Measuring a server alone against a C client in
+//! another process (`cargo run --release --example tcp_echo -- --serve PORT` beside the peer
+//! loops' echo servers) is a different experiment: its syscall counts are the server's only.
 //!
 //! Two parts, in one binary:
 //! - **The table**, printed once at the start: for each backend and C in {1, 100}, round trips
@@ -36,7 +36,7 @@ use criterion::{Criterion, Throughput};
 use evloop::net::{TcpListener, TcpStream};
 use evloop::{Backend, EventLoop, Stats, Task};
 
-/// The message size, as in `peers/echo` (`S=64`).
+/// The message size: 64 bytes, the size the peer loops' echo comparison uses.
 const MSG: usize = 64;
 
 /// The connection counts measured.

@@ -10,7 +10,7 @@
 //! pings, waits for each pong (with a timeout: a datagram may be lost, and nothing would ever
 //! say so), and prints the round-trip times.
 //!
-//! Then the two datagram edge cases (EDGE_CASES 51 and 57):
+//! Then the two datagram edge cases (edge cases 51 and 57):
 //! - The ponger receives into a 64-byte buffer. A 1000-byte datagram keeps its first 64
 //!   bytes and loses the rest: `recv_from` would say only "64 bytes", like std;
 //!   `recv_from_full` also says `truncated` (Linux's `MSG_TRUNC`), so the ponger can tell.

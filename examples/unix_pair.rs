@@ -13,7 +13,7 @@
 //!    runs over it.
 //! 3. The socket file outlives the listener (as with std): dropping the listener leaves it.
 //!    Binding the path while a listener lives there fails with `AddrInUse`; once the file is
-//!    stale (a probe connect is refused), `bind` removes it and succeeds (EDGE_CASES 58, the
+//!    stale (a probe connect is refused), `bind` removes it and succeeds (edge case 58, the
 //!    policy in `src/net/unix.rs`). The example removes its directory at the end, also when
 //!    it fails.
 //!

@@ -1,4 +1,4 @@
-//! EINTR on every backend (EDGE_CASES 1, 2, 42): a signal storm aimed at the loop's thread
+//! EINTR on every backend (edge cases 1, 2, 42): a signal storm aimed at the loop's thread
 //! interrupts its waits; the loop neither fails nor fires a timer early, and goes on waiting.
 //! Its own binary: it installs a process-wide SIGUSR1 handler (without SA_RESTART). Linux
 //! only (the signal number below is Linux's).

@@ -1,4 +1,4 @@
-//! EDGE_CASES 56: `accept` out of fds (`EMFILE`) must not become a busy loop, and the loop must
+//! edge case 56: `accept` out of fds (`EMFILE`) must not become a busy loop, and the loop must
 //! keep working. Each backend's case runs in a child process (this test binary, re-run with
 //! `EVLOOP_EMFILE_CHILD` naming the backend), because it lowers `RLIMIT_NOFILE`, which is
 //! process-wide.

@@ -1,4 +1,4 @@
-//! The loop's contract, DESIGN.md §3: ordering, the snapshot rule, stop, re-entrancy,
+//! The loop's contract (`docs/03-one-iteration.md`): ordering, the snapshot rule, stop, re-entrancy,
 //! panics, close. Every test runs on every backend (`epoll::…`, `poll::…`, `select::…`,
 //! `select_strict::…`).
 

@@ -1,5 +1,5 @@
 //! Leak checks at teardown: open fds (`/proc/self/fd`) and drop counters, before and after
-//! creating, using, closing and dropping loops on every backend (EDGE_CASES 32, 60).
+//! creating, using, closing and dropping loops on every backend (edge cases 32, 60).
 //! One `#[test]` in its own binary, so no parallel test opens fds while it counts.
 
 mod common;

@@ -1,5 +1,5 @@
 //! `Remote::call_soon_threadsafe` and `Remote::wake` on every backend: a blocked loop wakes,
-//! wake-ups coalesce, none is lost under a storm from several threads (EDGE_CASES 45).
+//! wake-ups coalesce, none is lost under a storm from several threads (edge case 45).
 
 mod common;
 

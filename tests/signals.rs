@@ -1,4 +1,4 @@
-//! Signals on every backend (EDGE_CASES 47 and 48): `add_signal_handler`,
+//! Signals on every backend (edge cases 47 and 48): `add_signal_handler`,
 //! `remove_signal_handler` and the `signal` stream.
 //!
 //! Its own test binary: signal dispositions are process-wide. Tests run in parallel threads,

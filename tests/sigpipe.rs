@@ -1,4 +1,4 @@
-//! EDGE_CASES 53 with SIGPIPE at its *default* disposition (terminate): Rust's runtime
+//! edge case 53 with SIGPIPE at its *default* disposition (terminate): Rust's runtime
 //! ignores SIGPIPE before `main`, which would hide a missing `MSG_NOSIGNAL`/`SO_NOSIGPIPE`.
 //! This binary restores `SIG_DFL` first (process-wide, hence a test binary of its own), then
 //! writes to a closed peer on every backend: the write must fail with `BrokenPipe` or

@@ -98,7 +98,7 @@ per_backend! {
             let expected_sum: u64 = data.iter().enumerate().map(|(i, &b)| (i as u64 + 1) * b as u64).sum();
             let writer = evloop::spawn(async move {
                 // One write per call: the kernel takes what fits, the rest is written after a
-                // wait, in order (EDGE_CASES 52).
+                // wait, in order (edge case 52).
                 let (mut off, mut partial) = (0, 0);
                 while off < data.len() {
                     let n = client.write(&data[off..]).await?;
@@ -147,7 +147,7 @@ per_backend! {
             let mut buf = [0u8; 32];
             server.read_exact(&mut buf[..10]).await?;
             assert_eq!(&buf[..10], b"last words");
-            // EDGE_CASES 50: read 0 is "no more data", not "closed": the server still writes.
+            // edge case 50: read 0 is "no more data", not "closed": the server still writes.
             assert_eq!(server.read(&mut buf).await?, 0);
             assert_eq!(server.read(&mut buf).await?, 0, "EOF stays EOF");
             server.write_all(b"reply").await?;
@@ -157,7 +157,7 @@ per_backend! {
             // After our own shutdown(Write), writing is EPIPE (and no SIGPIPE).
             let err = client.write(b"x").await.unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{err}");
-            // EDGE_CASES 51: an empty buffer is never issued as a read, and is not EOF.
+            // edge case 51: an empty buffer is never issued as a read, and is not EOF.
             assert_eq!(server.read(&mut []).await?, 0);
             Ok::<(), io::Error>(())
         })
@@ -178,7 +178,7 @@ per_backend! {
             });
             evloop::sleep(Duration::from_millis(5)).await;
             assert!(evloop::current().has_reader(fd), "the reader waits");
-            // SO_LINGER 0: close sends RST instead of FIN (EDGE_CASES 54).
+            // SO_LINGER 0: close sends RST instead of FIN (edge case 54).
             server.set_linger(Some(Duration::ZERO))?;
             drop(server);
             let (r, client) = reader.await.unwrap();
@@ -198,7 +198,7 @@ per_backend! {
     fn connect_refused(backend: Backend) {
         let _g = shared();
         let lp = new_loop(backend);
-        // A port that was free a moment ago and that nobody listens on now (EDGE_CASES 49:
+        // A port that was free a moment ago and that nobody listens on now (edge case 49:
         // loopback may refuse at once, or after EINPROGRESS; both must give the error).
         let addr = TcpListener::bind(any_port()).unwrap().local_addr().unwrap();
         let err = lp.run_until_complete(TcpStream::connect(addr)).unwrap().unwrap_err();
@@ -254,7 +254,7 @@ per_backend! {
         lp.run_nowait().unwrap();
         assert!(lp.has_reader(fd), "the task waits on the socket");
         task.cancel();
-        assert!(!lp.has_reader(fd), "cancel removed the reader at once (EDGE_CASES 65)");
+        assert!(!lp.has_reader(fd), "cancel removed the reader at once (edge case 65)");
         lp.run_until_complete(client.write_all(b"data")).unwrap().unwrap();
         let before = lp.stats().callbacks_run;
         lp.run_nowait().unwrap();
@@ -427,7 +427,7 @@ per_backend! {
             let (client, server) = connected_pair().await?;
             drop(server);
             // The first writes may be accepted; the peer answers them with RST, and then a
-            // write fails with EPIPE or ECONNRESET (EDGE_CASES 53): never SIGPIPE.
+            // write fails with EPIPE or ECONNRESET (edge case 53): never SIGPIPE.
             let mut result = Ok(0);
             for _ in 0..200 {
                 result = client.write(b"are you there?").await;

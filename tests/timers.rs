@@ -176,7 +176,7 @@ per_backend! {
     }
 
     fn call_later_uses_a_fresh_clock_after_a_slow_callback(backend: Backend) {
-        // EDGE_CASES 43: "now" is not cached per iteration, so a delay scheduled after a slow
+        // edge case 43: "now" is not cached per iteration, so a delay scheduled after a slow
         // callback still counts from the moment call_later was called.
         let lp = new_loop(backend);
         let result = Rc::new(Cell::new(None));

@@ -1,6 +1,6 @@
 //! UDP on every backend: ping-pong, truncation detected, ICMP port-unreachable reported on a
 //! connected socket which then keeps working, empty datagrams, cancelled receives, std
-//! conversions (EDGE_CASES 51, 57, 65). Loopback only (127.0.0.1, and ::1 where it exists).
+//! conversions (edge cases 51, 57, 65). Loopback only (127.0.0.1, and ::1 where it exists).
 
 mod common;
 

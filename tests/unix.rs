@@ -1,7 +1,7 @@
 //! Unix-domain sockets on every backend: paths too long refused with nothing created, stream
 //! echo over a path, the stale-socket-file policy at bind, Linux abstract names, datagram
 //! pairs with truncation and unnamed senders, connect while the backlog is full, cancelled
-//! reads (EDGE_CASES 51, 57, 58, 65). Every path is inside a `tempfile::tempdir()`.
+//! reads (edge cases 51, 57, 58, 65). Every path is inside a `tempfile::tempdir()`.
 
 mod common;
 
@@ -57,7 +57,7 @@ per_backend! {
             assert_eq!(listener.local_addr()?.as_pathname(), Some(path.as_path()));
             let server = evloop::spawn(async move {
                 let (stream, peer) = listener.accept().await?;
-                // EDGE_CASES 58: the client did not bind, so its address is unnamed.
+                // edge case 58: the client did not bind, so its address is unnamed.
                 assert!(peer.is_unnamed(), "{peer:?}");
                 let mut buf = [0u8; 1024];
                 let mut echoed = 0;
@@ -134,13 +134,13 @@ per_backend! {
             a.send(b"").await?;
             a.send(b"last").await?;
             let mut small = [0u8; 10];
-            // EDGE_CASES 57: truncation reported; 51: an empty datagram is data.
+            // edge case 57: truncation reported; 51: an empty datagram is data.
             assert_eq!(b.recv_full(&mut small).await?, (10, true));
             let (n, from, truncated) = b.recv_from_full(&mut small).await?;
             assert_eq!((n, truncated), (0, false));
             assert!(from.is_unnamed(), "{from:?}");
             assert_eq!(b.recv(&mut small).await?, 4);
-            // Bound sockets name each other; an unbound sender is unnamed (EDGE_CASES 58).
+            // Bound sockets name each other; an unbound sender is unnamed (edge case 58).
             let server_path = dir.path().join("server.sock");
             let client_path = dir.path().join("client.sock");
             let server = UnixDatagram::bind(&server_path)?;
@@ -225,7 +225,7 @@ per_backend! {
         lp.run_nowait().unwrap();
         assert!(lp.has_reader(fd), "the task waits on the socket");
         task.cancel();
-        assert!(!lp.has_reader(fd), "cancel removed the reader at once (EDGE_CASES 65)");
+        assert!(!lp.has_reader(fd), "cancel removed the reader at once (edge case 65)");
         lp.run_until_complete(a.write_all(b"data")).unwrap().unwrap();
         let before = lp.stats().callbacks_run;
         lp.run_nowait().unwrap();

@@ -26,7 +26,7 @@ pub fn cvt<T: IsMinusOne>(ret: T) -> io::Result<T> {
 /// The EINTR policy of every selector, decided once: a blocking wait (`epoll_wait`, `poll`,
 /// `select`, `kevent`) interrupted by a signal is *not* an error. It returns `Ok(0)` ("no
 /// events") and the loop goes round again, recomputing its timeout from the monotonic clock,
-/// so it neither fails nor waits longer than asked (EDGE_CASES item 1: those calls are never
+/// so it neither fails nor waits longer than asked (edge case 1: those calls are never
 /// restarted, even with `SA_RESTART`).
 pub fn cvt_wait(ret: libc::c_int) -> io::Result<usize> {
     match cvt(ret) {

@@ -3,7 +3,7 @@
 //! Everything that creates an fd here creates it **close-on-exec atomically** (`O_CLOEXEC`,
 //! `SOCK_CLOEXEC`, `EFD_CLOEXEC`, `F_DUPFD_CLOEXEC`) and non-blocking where an event loop
 //! wants it, so no fd of ours leaks into a child spawned by another thread between "create"
-//! and "set the flag" (EDGE_CASES item 60). On systems without the atomic flags (macOS has no
+//! and "set the flag" (edge case 60). On systems without the atomic flags (macOS has no
 //! `pipe2` and no `SOCK_CLOEXEC`), the fallback sets the flags right after creation and says so.
 //!
 //! Created fds come back as [`OwnedFd`], so they are closed exactly once, by `Drop`.
@@ -180,7 +180,7 @@ pub fn probe(fd: RawFd) -> io::Result<FdKind> {
 }
 
 /// Whether the number `fd` is currently open (`fcntl(F_GETFD)`), used by `select` to find
-/// which registered fd made a whole call fail with `EBADF` (EDGE_CASES item 8).
+/// which registered fd made a whole call fail with `EBADF` (edge case 8).
 pub fn is_open(fd: RawFd) -> bool {
     // SAFETY: F_GETFD reads fd flags of any number; an unopened one gives EBADF. No memory.
     fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1

@@ -6,7 +6,7 @@
 //! so every evloop figure comes with its ratio to what the bare syscalls cost. It lives in this
 //! crate because every syscall of the project does.
 //!
-//! The workload (the reference definition is `peers/scaling/common.h` beside the repository):
+//! The workload (libevent's `bench.c`, as the peer loops' scaling benchmarks define it):
 //! fd `i` is watched for reading; writing `wfd[i]` makes `rfd[i]` readable. A round primes A
 //! fds, then loop passes run until every byte written has been read; each read callback reads
 //! one byte from `rfd[i]` and, while the write budget lasts, writes one byte to

@@ -9,13 +9,13 @@
 //!
 //! Three rules, kept by every function here:
 //! - **Every new fd is close-on-exec and non-blocking atomically** (`SOCK_CLOEXEC |
-//!   SOCK_NONBLOCK` to `socket` and `accept4`, EDGE_CASES 60). macOS has neither flag nor
+//!   SOCK_NONBLOCK` to `socket` and `accept4`, edge case 60). macOS has neither flag nor
 //!   `accept4`: there the flags are set right after creation, and the functions say so.
-//! - **No SIGPIPE** (EDGE_CASES 53): [`send`] passes `MSG_NOSIGNAL` where it exists (Linux,
+//! - **No SIGPIPE** (edge case 53): [`send`] passes `MSG_NOSIGNAL` where it exists (Linux,
 //!   the BSDs); on macOS, which lacks it, every socket made here gets `SO_NOSIGPIPE`. Writing
 //!   to a closed peer is then an `EPIPE`/`ECONNRESET` error, even in a program that did not
 //!   ignore SIGPIPE (a C host, or Rust built with `-Zon-broken-pipe=kill`).
-//! - **Non-blocking connect** (EDGE_CASES 49): [`connect`] reports "in progress" for
+//! - **Non-blocking connect** (edge case 49): [`connect`] reports "in progress" for
 //!   `EINPROGRESS` *and* `EINTR` (after EINTR the kernel continues the connect; calling
 //!   `connect` again would answer `EALREADY`); the caller waits for writability and asks
 //!   [`take_error`] (`SO_ERROR`) how it ended.
@@ -353,7 +353,7 @@ pub fn take_error(fd: BorrowedFd<'_>) -> io::Result<Option<io::Error>> {
 }
 
 /// Shuts down the read half, the write half or both (`shutdown(2)`). After `Write`, the peer
-/// reads EOF and our writes fail with `EPIPE` (EDGE_CASES 50).
+/// reads EOF and our writes fail with `EPIPE` (edge case 50).
 ///
 /// # Errors
 /// `ENOTCONN` when not connected (on some systems also for a second shutdown).
@@ -394,7 +394,7 @@ pub fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
 // ---------------------------------------------------------------------------------------
 // Data
 
-/// The flags of every [`send`]: `MSG_NOSIGNAL` where it exists (EDGE_CASES 53); macOS has
+/// The flags of every [`send`]: `MSG_NOSIGNAL` where it exists (edge case 53); macOS has
 /// none and relies on `SO_NOSIGPIPE`, set when the socket is made.
 #[cfg(not(target_vendor = "apple"))]
 const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL;
@@ -413,7 +413,7 @@ pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// Receives up to `buf.len()` bytes with one `recv(2)`. `Ok(0)` with a non-empty `buf` is
-/// end of stream; with an empty `buf` it means nothing (EDGE_CASES 51), so callers should not
+/// end of stream; with an empty `buf` it means nothing (edge case 51), so callers should not
 /// pass one.
 ///
 /// # Errors
@@ -524,7 +524,7 @@ pub fn nodelay(fd: BorrowedFd<'_>) -> io::Result<bool> {
 }
 
 /// Sets `SO_LINGER`: `Some(Duration::ZERO)` makes `close` send a reset (RST) instead of a
-/// FIN and drop unsent data (tests use it to cause `ECONNRESET`, EDGE_CASES 54); `None`
+/// FIN and drop unsent data (tests use it to cause `ECONNRESET`, edge case 54); `None`
 /// restores the default (close returns at once, the kernel sends what remains). Whole seconds.
 ///
 /// # Errors
@@ -570,7 +570,7 @@ pub fn set_nosigpipe(fd: BorrowedFd<'_>) -> io::Result<()> {
 /// we accepted), `EINTR`, and the network errors Linux passes through from the new
 /// connection ("treat them like EAGAIN by retrying", accept(2)): `ENETDOWN`, `EPROTO`,
 /// `ENOPROTOOPT`, `EHOSTDOWN`, `ENONET`, `EHOSTUNREACH`, `EOPNOTSUPP`, `ENETUNREACH`
-/// (EDGE_CASES 55).
+/// (edge case 55).
 pub fn is_accept_retryable(err: &io::Error) -> bool {
     let Some(code) = err.raw_os_error() else {
         return false;
@@ -595,7 +595,7 @@ pub fn is_accept_retryable(err: &io::Error) -> bool {
 
 /// Whether an error means "out of fds or kernel memory" (`EMFILE`, `ENFILE`, `ENOBUFS`,
 /// `ENOMEM`): after such an `accept` the connection stays in the backlog and the listener
-/// stays readable, so retrying at once is a busy loop (EDGE_CASES 56).
+/// stays readable, so retrying at once is a busy loop (edge case 56).
 pub fn is_out_of_fds(err: &io::Error) -> bool {
     matches!(
         err.raw_os_error(),
@@ -608,7 +608,7 @@ pub fn is_out_of_fds(err: &io::Error) -> bool {
 
 /// Restores SIGPIPE's default disposition (terminate the process), undoing the `SIG_IGN` that
 /// Rust's runtime installs before `main`. A test calls this to prove that writing to a closed
-/// peer is an error and not a death (EDGE_CASES 53). Process-wide: run it in its own binary.
+/// peer is an error and not a death (edge case 53). Process-wide: run it in its own binary.
 ///
 /// # Errors
 /// Never in practice (`sigaction` only fails for invalid signals).
@@ -780,7 +780,7 @@ mod tests {
             io::ErrorKind::WouldBlock
         );
         shutdown(c.as_fd(), Shutdown::Write).unwrap();
-        // EDGE_CASES 53: after our own shutdown(Write), send is EPIPE, and no SIGPIPE kills us.
+        // edge case 53: after our own shutdown(Write), send is EPIPE, and no SIGPIPE kills us.
         assert_eq!(
             send(c.as_fd(), b"x").unwrap_err().kind(),
             io::ErrorKind::BrokenPipe

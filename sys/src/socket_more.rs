@@ -9,19 +9,19 @@
 //! `src/sys/unix/uds/`.
 //!
 //! ## The special problems this file handles
-//! - **Truncated datagrams** (EDGE_CASES 57): a datagram longer than the buffer is cut and
+//! - **Truncated datagrams** (edge case 57): a datagram longer than the buffer is cut and
 //!   the rest is lost. On Linux and Android we pass `MSG_TRUNC` to `recvfrom`, which then
 //!   returns the datagram's *real* size (UDP, and `AF_UNIX` datagrams since Linux 3.4);
 //!   elsewhere `recvmsg` reports `MSG_TRUNC` in `msg_flags` (the size is then unknown).
 //!   Either way [`Received::truncated`] says so.
-//! - **Zero-byte datagrams** (EDGE_CASES 51): `Ok` with `len == 0` is a datagram, not EOF.
-//! - **SIGPIPE** (EDGE_CASES 53): [`send_to`] and [`send_to_unix`] pass `MSG_NOSIGNAL` where
+//! - **Zero-byte datagrams** (edge case 51): `Ok` with `len == 0` is a datagram, not EOF.
+//! - **SIGPIPE** (edge case 53): [`send_to`] and [`send_to_unix`] pass `MSG_NOSIGNAL` where
 //!   it exists; on macOS every socket made here gets `SO_NOSIGPIPE` instead.
-//! - **Unix paths** (EDGE_CASES 58): a path that does not fit `sun_path` (108 bytes on Linux,
+//! - **Unix paths** (edge case 58): a path that does not fit `sun_path` (108 bytes on Linux,
 //!   104 on macOS, counting the terminating NUL) is an `InvalidInput` error, never truncated;
 //!   a path containing a NUL byte too. Linux abstract names (a leading NUL, no file) are
 //!   supported. The address of an unbound peer is *unnamed* (length up to the family field).
-//! - **Every new fd is close-on-exec and non-blocking atomically** (EDGE_CASES 60), as in
+//! - **Every new fd is close-on-exec and non-blocking atomically** (edge case 60), as in
 //!   `socket.rs`; macOS sets the flags right after creation.
 //!
 //! IP addresses go through `socket::SockAddr`, the one conversion of the crate.
@@ -40,7 +40,7 @@ use std::path::Path;
 use crate::cvt::cvt;
 use crate::socket::{SockAddr, SockType};
 
-/// The flags of every send here: `MSG_NOSIGNAL` where it exists (EDGE_CASES 53).
+/// The flags of every send here: `MSG_NOSIGNAL` where it exists (edge case 53).
 #[cfg(not(target_vendor = "apple"))]
 const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL;
 #[cfg(target_vendor = "apple")]
@@ -90,10 +90,10 @@ fn type_flags(ty: SockType) -> libc::c_int {
 // Receiving: what one datagram read gave
 
 /// What one datagram receive gave: the bytes copied into the buffer, and whether the
-/// datagram was longer than the buffer (the rest is lost: EDGE_CASES 57).
+/// datagram was longer than the buffer (the rest is lost: edge case 57).
 ///
 /// `len == 0` with `truncated == false` is an empty datagram, which is data, not EOF
-/// (EDGE_CASES 51).
+/// (edge case 51).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Received {
     /// Bytes written into the buffer (at most its length).
@@ -175,7 +175,7 @@ unsafe fn recv_raw(
 ///
 /// # Errors
 /// `WouldBlock` when none is queued; on a connected UDP socket, `ConnectionRefused` once
-/// after an ICMP port-unreachable (the error is cleared: the next call works, EDGE_CASES 57).
+/// after an ICMP port-unreachable (the error is cleared: the next call works, edge case 57).
 pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Received> {
     let mut len: libc::socklen_t = 0;
     // SAFETY: a null address with length 0: the kernel writes no address.
@@ -190,7 +190,7 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Received> {
 ///
 /// # Errors
 /// `WouldBlock` when the send buffer is full; `EMSGSIZE` for a datagram too large for the
-/// protocol (EDGE_CASES 57); `ENETUNREACH`, `EACCES` (broadcast without `SO_BROADCAST`).
+/// protocol (edge case 57); `ENETUNREACH`, `EACCES` (broadcast without `SO_BROADCAST`).
 ///
 /// # Examples
 ///
@@ -236,7 +236,7 @@ pub fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SocketAddr) -> io::Result<
 ///
 /// # Errors
 /// `WouldBlock` when none is queued; `ConnectionRefused` on a connected socket after an ICMP
-/// port-unreachable (once; EDGE_CASES 57).
+/// port-unreachable (once; edge case 57).
 pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, SocketAddr)> {
     let mut from = SockAddr::empty();
     let (ptr, len) = from.as_mut_parts();
@@ -254,7 +254,7 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, So
 ///
 /// Kept in the C layout (`sockaddr_un` and its length), so receiving one allocates nothing.
 ///
-/// **Paths are never truncated** (EDGE_CASES 58): [`from_pathname`](UnixSocketAddr::from_pathname)
+/// **Paths are never truncated** (edge case 58): [`from_pathname`](UnixSocketAddr::from_pathname)
 /// refuses a path of [`UnixSocketAddr::MAX_PATH_LEN`] bytes or more (107 usable on Linux, 103
 /// on macOS: `sun_path` also holds the terminating NUL, as std requires) and a path
 /// containing a NUL byte.
@@ -410,7 +410,7 @@ impl UnixSocketAddr {
     }
 
     /// Whether this is the unnamed address: an unbound socket or a `socketpair` end
-    /// (EDGE_CASES 58). The kernel reports it with a length up to the family field (Linux
+    /// (edge case 58). The kernel reports it with a length up to the family field (Linux
     /// even gives length 0 for an unbound datagram sender).
     pub fn is_unnamed(&self) -> bool {
         let bytes = self.path_bytes();
@@ -579,7 +579,7 @@ pub fn unix_local_addr(fd: BorrowedFd<'_>) -> io::Result<UnixSocketAddr> {
 }
 
 /// The address of the peer `fd` is connected to (`getpeername`): unnamed when the peer is
-/// not bound (EDGE_CASES 58).
+/// not bound (edge case 58).
 ///
 /// # Errors
 /// `ENOTCONN` when not connected.
@@ -699,7 +699,7 @@ mod tests {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         assert_eq!(got.size, Some(100));
         assert!(from.is_unnamed(), "{from:?}");
-        // EDGE_CASES 51: an empty datagram is data.
+        // edge case 51: an empty datagram is data.
         crate::socket::send(a.as_fd(), b"").unwrap();
         let got = retry(|| recv(b.as_fd(), &mut small)).unwrap();
         assert_eq!((got.len, got.truncated), (0, false));

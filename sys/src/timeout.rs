@@ -1,7 +1,7 @@
 //! `Option<Duration>` to the units of each wait syscall, always rounding **up**: the only place
 //! in evloop where a timeout is converted.
 //!
-//! Rounding down is the classic bug (EDGE_CASES item 3): a timer 0.3 ms away becomes
+//! Rounding down is the classic bug (edge case 3): a timer 0.3 ms away becomes
 //! `epoll_wait(0)`, which returns at once, the timer is not due yet, and the loop spins until
 //! it is. Rounding up means a wait may end a little late, never early, and never spins.
 //!

@@ -17,7 +17,7 @@
 //! registers in the selector.
 //!
 //! Wakes are idempotent until drained: a full pipe or a saturated counter gives `EAGAIN`,
-//! which means "a wake is already pending" and is ignored (EDGE_CASES 46). Coalescing many
+//! which means "a wake is already pending" and is ignored (edge case 46). Coalescing many
 //! wakes into one write is the caller's job (`src/remote.rs` keeps a "pending" flag).
 
 use std::io;

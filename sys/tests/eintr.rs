@@ -1,4 +1,4 @@
-//! EDGE_CASES 1: a signal that interrupts the wait ends it with `Ok` and no events (the loop
+//! edge case 1: a signal that interrupts the wait ends it with `Ok` and no events (the loop
 //! recomputes its timeout and goes round again); the wait is never restarted with its original
 //! timeout and never turned into an error.
 //!

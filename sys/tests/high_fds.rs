@@ -1,10 +1,10 @@
 //! Process-wide state, in a binary of its own and one test at a time (every test takes
 //! [`serial`]):
-//! - EDGE_CASES 15: fds at or above `FD_SETSIZE` (1024), which need `RLIMIT_NOFILE` raised;
-//! - the fd leak check (EDGE_CASES 60), which counts `/proc/self/fd` and so must not race with
+//! - edge case 15: fds at or above `FD_SETSIZE` (1024), which need `RLIMIT_NOFILE` raised;
+//! - the fd leak check (edge case 60), which counts `/proc/self/fd` and so must not race with
 //!   other tests opening fds;
 //! - `EVLOOP_BACKEND`, an environment variable;
-//! - EDGE_CASES 22, which puts a pipe at fd 0 (stdin) for a while.
+//! - edge case 22, which puts a pipe at fd 0 (stdin) for a while.
 
 #[macro_use]
 mod common;
@@ -35,7 +35,7 @@ fn nofile_limit(need: u64) -> Option<u64> {
 }
 
 per_backend! {
-    /// EDGE_CASES 15: fds 1024 and about 1500 (next to a low fd in the same selector).
+    /// edge case 15: fds 1024 and about 1500 (next to a low fd in the same selector).
     /// select-strict refuses them at registration with `InvalidInput` naming FD_SETSIZE
     /// (FD_SET on them would write past glibc's `fd_set`); the growable select, poll and epoll
     /// watch them and report real readiness.
@@ -92,7 +92,7 @@ per_backend! {
         }
     }
 
-    /// EDGE_CASES 15, the boundary: fd 1023 is the last one FD_SETSIZE allows, so even the
+    /// edge case 15, the boundary: fd 1023 is the last one FD_SETSIZE allows, so even the
     /// strict select watches it.
     fn edge_15_fd_just_below_fd_setsize_works(backend: Backend) {
         let _serial = serial();
@@ -113,7 +113,7 @@ per_backend! {
         assert!(wait_for(&mut *sel, &mut events, 1023).readable);
     }
 
-    /// EDGE_CASES 22: the waker is never mistaken for fd 0, nor fd 0 for the waker. kqueue's
+    /// edge case 22: the waker is never mistaken for fd 0, nor fd 0 for the waker. kqueue's
     /// waker is an `EVFILT_USER` knote with ident 0, the very number of fd 0's `EVFILT_READ`
     /// knote; events are matched on (ident, filter). A pipe sits at fd 0 meanwhile (this
     /// binary runs one test at a time; stdin is put back after).
@@ -257,7 +257,7 @@ fn no_fd_leak_from_selectors_wakers_and_rebuilds() {
 }
 
 /// Forces `n` rebuilds of one epoll selector (a stale event from a registration kept alive by
-/// a dup; EDGE_CASES 9), then drops it.
+/// a dup; edge case 9), then drops it.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn epoll_rebuilds(events: &mut Events, n: u64) {
     use evloop_sys::selector::EpollSelector;

@@ -1,4 +1,4 @@
-//! The Selector conformance suite (DESIGN §2): every behaviour written once and run on every
+//! The Selector conformance suite: every behaviour written once and run on every
 //! backend by `per_backend!`, so names read `poll::readable_after_write` and
 //! `cargo test -p evloop-sys select::` runs one backend.
 //!
@@ -94,7 +94,7 @@ per_backend! {
         assert!(ev.writable && !ev.readable, "{ev:?}");
     }
 
-    /// EDGE_CASES 13: one registration per fd. A second register is `AlreadyExists` whose
+    /// edge case 13: one registration per fd. A second register is `AlreadyExists` whose
     /// message names the fd and the backend, and the first registration is left as it was.
     fn edge_13_register_twice_is_already_exists(backend: Backend) {
         let (a, b) = pair();
@@ -113,7 +113,7 @@ per_backend! {
         assert!(ev.readable && !ev.writable, "{ev:?}");
     }
 
-    /// EDGE_CASES 13: read and write interest on one fd are one registration and come back as
+    /// edge case 13: read and write interest on one fd are one registration and come back as
     /// one event carrying both sides, whether registered together or merged with modify.
     fn edge_13_read_and_write_interest_merge_into_one_event(backend: Backend) {
         let (a, b) = pair();
@@ -181,7 +181,7 @@ per_backend! {
         assert!(wait_for(&mut *sel, &mut events, raw(&a)).readable);
     }
 
-    /// EDGE_CASES 19: modify, unregister or reregister of an fd that is not registered (never,
+    /// edge case 19: modify, unregister or reregister of an fd that is not registered (never,
     /// or no longer) is `NotFound`, naming the fd and the backend.
     fn edge_19_unknown_fd_is_not_found(backend: Backend) {
         let (a, _b) = pair();
@@ -203,7 +203,7 @@ per_backend! {
         assert!(sel.is_empty());
     }
 
-    /// EDGE_CASES 14: a negative fd is `InvalidInput` (never an index, never UB).
+    /// edge case 14: a negative fd is `InvalidInput` (never an index, never UB).
     fn edge_14_negative_fd_is_invalid_input(backend: Backend) {
         let mut sel = selector(backend);
         for fd in [-1, -42, RawFd::MIN] {
@@ -215,7 +215,7 @@ per_backend! {
         assert!(sel.is_empty());
     }
 
-    /// EDGE_CASES 14: a number that is not open is refused at registration with EBADF, and
+    /// edge case 14: a number that is not open is refused at registration with EBADF, and
     /// nothing is left behind (poll would report POLLNVAL forever, select fail every call).
     fn edge_14_closed_fd_is_ebadf_and_leaves_nothing_registered(backend: Backend) {
         let closed = reserve_numbers(1);
@@ -243,7 +243,7 @@ per_backend! {
         assert_eq!(sel.unregister(closed).unwrap_err().kind(), ErrorKind::NotFound);
     }
 
-    /// EDGE_CASES 16: a regular file is always "ready", so watching it is refused on every
+    /// edge case 16: a regular file is always "ready", so watching it is refused on every
     /// backend (epoll's EPERM, enforced by hand on the others), with `PermissionDenied`.
     fn edge_16_regular_file_is_permission_denied(backend: Backend) {
         let file = regular_file();
@@ -255,7 +255,7 @@ per_backend! {
         assert!(sel.is_empty());
     }
 
-    /// EDGE_CASES 16: so is a directory.
+    /// edge case 16: so is a directory.
     fn edge_16_directory_is_permission_denied(backend: Backend) {
         let dir = std::fs::File::open(env!("CARGO_MANIFEST_DIR")).expect("open directory");
         let mut sel = selector(backend);
@@ -299,7 +299,7 @@ per_backend! {
         assert!(start.elapsed() < SANITY, "Some(ZERO) blocked: {:?}", start.elapsed());
     }
 
-    /// EDGE_CASES 3 and 42: a timeout is rounded up to the backend's resolution, never down,
+    /// edge cases 3 and 42: a timeout is rounded up to the backend's resolution, never down,
     /// so a wait with nothing ready is never shorter than asked (300µs must not become 0 ms).
     fn edge_03_timeouts_are_never_early(backend: Backend) {
         let (a, _b) = pair();
@@ -309,7 +309,7 @@ per_backend! {
         never_early(&mut *sel, &mut events);
     }
 
-    /// EDGE_CASES 5: with nothing registered, a wait still sleeps for its timeout (epoll needs
+    /// edge case 5: with nothing registered, a wait still sleeps for its timeout (epoll needs
     /// `maxevents >= 1`, kqueue a non-empty buffer, select null sets).
     fn edge_05_waiting_with_nothing_registered_still_sleeps(backend: Backend) {
         let mut sel = selector(backend);
@@ -323,7 +323,7 @@ per_backend! {
         assert!(start.elapsed() >= Duration::from_millis(2));
     }
 
-    /// EDGE_CASES 23: the peer's close wakes a reader-only registration: readable (EOF),
+    /// edge case 23: the peer's close wakes a reader-only registration: readable (EOF),
     /// flagged as a hang-up where the backend can tell, and never writable (not asked for).
     fn edge_23_hangup_wakes_a_reader_only_registration(backend: Backend) {
         let (a, b) = pair();
@@ -343,7 +343,7 @@ per_backend! {
         assert_eq!(about(&select(&mut *sel, &mut events, Some(WAIT)), raw(&a)).len(), 1);
     }
 
-    /// EDGE_CASES 23: the peer's close wakes a writer-only registration whose buffer is full
+    /// edge case 23: the peer's close wakes a writer-only registration whose buffer is full
     /// (so that it was not writable before): writable, never readable (not asked for).
     fn edge_23_hangup_wakes_a_writer_only_registration(backend: Backend) {
         let (a, b) = pair();
@@ -361,7 +361,7 @@ per_backend! {
         }
     }
 
-    /// EDGE_CASES 23, on a pipe: the write end of a full pipe whose reader is gone wakes a
+    /// edge case 23, on a pipe: the write end of a full pipe whose reader is gone wakes a
     /// writer-only registration (POLLERR: the next write gets EPIPE).
     fn edge_23_pipe_reader_gone_wakes_the_writer(backend: Backend) {
         let (r, w) = pipe();
@@ -400,7 +400,7 @@ per_backend! {
         assert_eq!(drain(&r), 0);
     }
 
-    /// EDGE_CASES 6: more ready fds than the buffer holds is not an error: each call returns a
+    /// edge case 6: more ready fds than the buffer holds is not an error: each call returns a
     /// full buffer, and once those are drained the rest come on the next calls.
     fn edge_06_more_ready_fds_than_capacity_come_in_later_calls(backend: Backend) {
         const N: usize = 8;
@@ -431,7 +431,7 @@ per_backend! {
         assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
     }
 
-    /// EDGE_CASES 8: an fd closed while registered (no dup). poll and select report it once as
+    /// edge case 8: an fd closed while registered (no dup). poll and select report it once as
     /// an error event and then ignore it (no POLLNVAL busy loop, no EBADF on every call);
     /// epoll drops it silently, as the kernel does. The other fds keep working, and unregister
     /// of the closed one succeeds once.
@@ -469,7 +469,7 @@ per_backend! {
         assert_eq!(sel.len(), 1);
     }
 
-    /// EDGE_CASES 8 and 6 together: more fds closed behind the selector's back than the event
+    /// edge cases 8 and 6 together: more fds closed behind the selector's back than the event
     /// buffer holds. poll and select must report each of them once, over several calls (none
     /// may be parked without having been reported: its owner would wait forever); epoll none.
     /// Then they are unregistered in an order that moves entries around inside the backend,
@@ -513,7 +513,7 @@ per_backend! {
         drop(keep);
     }
 
-    /// EDGE_CASES 19: unregister of an fd the kernel already forgot (closed, no select in
+    /// edge case 19: unregister of an fd the kernel already forgot (closed, no select in
     /// between) succeeds, once; the second is `NotFound`, and nothing stale remains.
     fn edge_19_unregister_after_close_succeeds_once(backend: Backend) {
         let x = reserve_numbers(1);
@@ -529,7 +529,7 @@ per_backend! {
         assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
     }
 
-    /// EDGE_CASES 18/19: unregister, close, reopen the same number, register: a fresh
+    /// edge case 18/19: unregister, close, reopen the same number, register: a fresh
     /// registration that reports the new file's events and nothing of the old one's.
     fn edge_18_unregister_close_reopen_same_number_register(backend: Backend) {
         let x = reserve_numbers(1);
@@ -549,7 +549,7 @@ per_backend! {
         drop(n);
     }
 
-    /// EDGE_CASES 19: close, reuse of the number by a file nobody registered, then unregister:
+    /// edge case 19: close, reuse of the number by a file nobody registered, then unregister:
     /// succeeds without touching the new file, which can then be registered and watched.
     fn edge_19_unregister_after_close_and_reuse(backend: Backend) {
         let x = reserve_numbers(1);
@@ -568,7 +568,7 @@ per_backend! {
         assert!(wait_for(&mut *sel, &mut events, x).readable);
     }
 
-    /// EDGE_CASES 18: `dfd = dup(fd); add(dfd); close(dfd); dup2(fd, dfd); add(dfd)`. On epoll
+    /// edge case 18: `dfd = dup(fd); add(dfd); close(dfd); dup2(fd, dfd); add(dfd)`. On epoll
     /// the first registration survives the close (the file lives on through `fd`), so the
     /// kernel may answer the second ADD with EEXIST; the selector must still register it.
     fn edge_18_dup_back_onto_a_number_whose_registration_survived(backend: Backend) {
@@ -595,7 +595,7 @@ per_backend! {
         }
     }
 
-    /// EDGE_CASES 18: modify of a registered fd whose number was closed and reused by a new
+    /// edge case 18: modify of a registered fd whose number was closed and reused by a new
     /// file watches the new file with the new interest (on epoll the kernel answers the MOD
     /// with ENOENT, which must be retried as ADD), as poll and select do by construction.
     fn edge_18_modify_after_close_and_reuse_watches_the_new_file(backend: Backend) {
@@ -614,10 +614,10 @@ per_backend! {
         assert!(ev.readable && !ev.writable && !ev.error, "{ev:?}");
     }
 
-    /// EDGE_CASES 9: the registered fd is closed while a dup keeps its file alive, the file
+    /// edge case 9: the registered fd is closed while a dup keeps its file alive, the file
     /// becomes readable, and a new socket takes the number and is registered. Events of the
     /// old file (which epoll still watches) must not be attributed to the new registration:
-    /// after at most a couple of selects (a spurious report is tolerated, EDGE_CASES 26) the
+    /// after at most a couple of selects (a spurious report is tolerated, edge case 26) the
     /// new fd is reported only when *it* is readable.
     fn edge_09_closed_fd_with_live_dup_then_number_reused(backend: Backend) {
         let x = reserve_numbers(1);
@@ -641,7 +641,7 @@ per_backend! {
         drop(dup);
     }
 
-    /// EDGE_CASES 9 through `reregister` (the loop's path when a remove and an add of the same
+    /// edge case 9 through `reregister` (the loop's path when a remove and an add of the same
     /// number meet before the kernel heard of the remove): on epoll a new kernel registration
     /// is made (`Ok(true)`), elsewhere there is nothing to redo (`Ok(false)`); either way the
     /// old file's events never reach the new registration.
@@ -884,7 +884,7 @@ per_backend! {
         assert!(waker.drain().unwrap());
     }
 
-    /// EDGE_CASES 60: every fd the crate creates for a selector (the epoll fd) or a waker is
+    /// edge case 60: every fd the crate creates for a selector (the epoll fd) or a waker is
     /// close-on-exec. Kernel-object backends expose it; poll and select have none.
     fn edge_60_selector_and_waker_fds_are_cloexec(backend: Backend) {
         let sel = selector(backend);
@@ -1048,7 +1048,7 @@ fn new_selector_of_an_unavailable_backend_is_unsupported() {
     }
 }
 
-/// EDGE_CASES 60 for the fd helpers the tests and the loop use.
+/// edge case 60 for the fd helpers the tests and the loop use.
 #[test]
 fn edge_60_fd_helpers_create_cloexec_fds() {
     let (r, w) = pipe();
@@ -1061,7 +1061,7 @@ fn edge_60_fd_helpers_create_cloexec_fds() {
     assert!(evloop_sys::fd::is_cloexec(&evloop_sys::fd::eventfd().unwrap()).unwrap());
 }
 
-/// EDGE_CASES 9 and 10 on epoll itself: an event of the stale registration that a dup kept
+/// edge cases 9 and 10 on epoll itself: an event of the stale registration that a dup kept
 /// alive is dropped (generation mismatch), never reported, and makes the selector rebuild its
 /// epoll instance exactly once; the new epoll fd is close-on-exec and the live registration
 /// moved over.

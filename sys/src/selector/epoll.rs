@@ -4,7 +4,7 @@
 //! `ev_epoll.c`, Redis's `ae_epoll.c`. Read `poll.rs` next for the contrast: there the whole
 //! interest set goes to the kernel on every call; here the kernel keeps it.
 //!
-//! Quirks handled here (EDGE_CASES numbers in parentheses):
+//! Quirks handled here (numbers in parentheses: the cases of `docs/edge-cases.md`):
 //! - Millisecond timeouts, rounded up by `timeout::to_millis` (3); `maxevents >= 1` even with
 //!   nothing registered (5); a full event buffer is fine, the kernel round-robins (6).
 //! - `EPOLLERR`/`EPOLLHUP` are always reported, even unasked (23); we never register an empty

@@ -229,7 +229,7 @@ pub fn reserve_numbers(n: RawFd) -> RawFd {
 }
 
 /// Moves `fd` to the number `at` (which must be free): duplicates it there, close-on-exec, and
-/// closes the original, so the file has exactly one fd again (epoll cares: EDGE_CASES 9).
+/// closes the original, so the file has exactly one fd again (epoll cares: edge case 9).
 pub fn move_to(fd: OwnedFd, at: RawFd) -> OwnedFd {
     let moved = evloop_sys::fd::dup_at_least(fd.as_fd(), at).expect("dup_at_least");
     assert_eq!(raw(&moved), at, "fd number {at} was not free");
