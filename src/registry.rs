@@ -12,7 +12,7 @@
 //! iteration, or a reader removed and re-added, costs no interest change at all.
 //!
 //! Two cases are applied at once instead, because they must fail synchronously with the
-//! caller's error (EDGE_CASES 14): a *new* registration, and a re-registration of an fd whose
+//! caller's error (edge case 14): a *new* registration, and a re-registration of an fd whose
 //! removal has not reached the kernel yet.
 //!
 //! ## The special problem of fd reuse
@@ -157,7 +157,7 @@ impl Registry {
         };
         let wanted = slot.wanted();
         let result = if adding && slot.kernel.is_empty() {
-            // A new registration: apply now, so a bad fd fails here (EDGE_CASES 14).
+            // A new registration: apply now, so a bad fd fails here (edge case 14).
             self.selector.register(fd, wanted).map(|()| {
                 slot.kernel = wanted;
                 1
@@ -330,3 +330,7 @@ impl Registry {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "registry_model.rs"]
+mod model;
