@@ -22,7 +22,8 @@
 //! the new socket unwatched forever. The slot therefore remembers that it was `emptied` in
 //! this iteration, and a re-add then calls [`Selector::reregister`], which on epoll is one
 //! `EPOLL_CTL_ADD` that either registers the new file or answers `EEXIST` for the same one
-//! (no interest change); on poll and select it is free. See `docs/06-readers-writers.md`.
+//! (no interest change); on poll and select it is one `fstat`, which refuses a closed number
+//! as epoll does. See `docs/06-readers-writers.md`.
 
 use std::collections::VecDeque;
 use std::io;
@@ -332,5 +333,5 @@ impl Registry {
 }
 
 #[cfg(test)]
-#[path = "registry_model.rs"]
+#[path = "registry_model/mod.rs"]
 mod model;
