@@ -171,9 +171,9 @@ per_backend! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("busy.sock");
         // A listener with backlog 0: Linux queues one connection, then answers EAGAIN.
-        let fd = evloop_sys::socket_more::unix_socket(evloop_sys::socket::SockType::Stream).unwrap();
+        let fd = evloop_sys::socket::unix_socket(evloop_sys::socket::SockType::Stream).unwrap();
         let addr = UnixSocketAddr::from_pathname(&path).unwrap();
-        evloop_sys::socket_more::bind_unix(fd.as_fd(), &addr).unwrap();
+        evloop_sys::socket::bind_unix(fd.as_fd(), &addr).unwrap();
         evloop_sys::socket::listen(fd.as_fd(), 0).unwrap();
         let listener = UnixListener::from_std(OwnedFd::into(fd)).unwrap();
         lp.run_until_complete(async {
@@ -287,8 +287,8 @@ mod abstract_names {
             drop(lp);
             // The name went with the last socket bound to it.
             let gone = UnixSocketAddr::from_abstract_name(&name).unwrap();
-            let probe = evloop_sys::socket_more::unix_socket(evloop_sys::socket::SockType::Stream).unwrap();
-            let err = evloop_sys::socket_more::connect_unix(probe.as_fd(), &gone).unwrap_err();
+            let probe = evloop_sys::socket::unix_socket(evloop_sys::socket::SockType::Stream).unwrap();
+            let err = evloop_sys::socket::connect_unix(probe.as_fd(), &gone).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
         }
     }

@@ -4,8 +4,7 @@
 //! [`UdpSocket`](super::UdpSocket) and [`UnixDatagram`](super::UnixDatagram), the end of a
 //! non-blocking connect, addresses, `Debug`.
 //!
-//! Layer: `net`, on `async_fd.rs` and the syscalls of `evloop_sys::socket` /
-//! `evloop_sys::socket_more`. The public types in `tcp.rs`, `udp.rs` and `unix.rs` hold one
+//! Layer: `net`, on `async_fd.rs` and the syscalls of `evloop_sys::socket`. The public types in `tcp.rs`, `udp.rs` and `unix.rs` hold one
 //! `Socket` each (a listener through the `Listener` of `accept.rs`) and keep only what is
 //! their own (how they are made, bound and connected, their options); their public methods,
 //! each with its own doc comment as in std, call the bodies here.
@@ -43,7 +42,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use evloop_sys::socket as sys;
-use evloop_sys::socket_more::{self as more, Received, UnixSocketAddr};
+use evloop_sys::socket::{Received, UnixSocketAddr};
 
 use super::Async;
 use crate::WeakEventLoop;
@@ -96,11 +95,11 @@ impl Family for Inet {
     }
 
     fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
-        more::send_to(fd, buf, addr)
+        sys::send_to(fd, buf, addr)
     }
 
     fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, SocketAddr)> {
-        more::recv_from(fd, buf)
+        sys::recv_from(fd, buf)
     }
 }
 
@@ -111,27 +110,27 @@ impl Family for Local {
     type Addr = UnixSocketAddr;
 
     fn local_addr(fd: BorrowedFd<'_>) -> io::Result<UnixSocketAddr> {
-        more::unix_local_addr(fd)
+        sys::unix_local_addr(fd)
     }
 
     fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<UnixSocketAddr> {
-        more::unix_peer_addr(fd)
+        sys::unix_peer_addr(fd)
     }
 
     fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, UnixSocketAddr)> {
-        more::accept_unix(fd)
+        sys::accept_unix(fd)
     }
 
     fn connect(fd: BorrowedFd<'_>, addr: &UnixSocketAddr) -> io::Result<bool> {
-        more::connect_unix(fd, addr)
+        sys::connect_unix(fd, addr)
     }
 
     fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &UnixSocketAddr) -> io::Result<usize> {
-        more::send_to_unix(fd, buf, addr)
+        sys::send_to_unix(fd, buf, addr)
     }
 
     fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(Received, UnixSocketAddr)> {
-        more::recv_from_unix(fd, buf)
+        sys::recv_from_unix(fd, buf)
     }
 }
 
@@ -298,7 +297,7 @@ impl<F: Family> Socket<F> {
 
     /// One datagram from the connected peer: `(bytes in buf, truncated)`.
     pub(crate) async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
-        let got = self.io.read_with(|fd| more::recv(fd.as_fd(), buf)).await?;
+        let got = self.io.read_with(|fd| sys::recv_datagram(fd.as_fd(), buf)).await?;
         Ok((got.len, got.truncated))
     }
 

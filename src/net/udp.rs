@@ -2,7 +2,7 @@
 //!
 //! Layer: `net`, on `socket.rs`, where the datagram operations UDP and Unix datagram sockets
 //! share are written once (send, sendto, recv and recvfrom with truncation detection, on the
-//! syscalls of `evloop_sys::socket` and `evloop_sys::socket_more`); this file makes and binds
+//! syscalls of `evloop_sys::socket`); this file makes and binds
 //! the socket and gives each public method its docs. asyncio's counterparts are
 //! `sock_sendto`/`sock_recvfrom` and the `DatagramProtocol` of `create_datagram_endpoint`;
 //! std's is `std::net::UdpSocket`, whose method names these follow.

@@ -3,8 +3,8 @@
 //!
 //! Layer: `net`, on `socket.rs` (the stream and datagram operations shared with TCP and UDP,
 //! written once there for every family; `socket::Local` names the `AF_UNIX` syscalls of
-//! `evloop_sys::socket_more`), `accept.rs` (the listener), and on `evloop_sys::socket_more`
-//! for making, binding and connecting `AF_UNIX` sockets. asyncio's counterparts are
+//! `evloop_sys::socket`), `accept.rs` (the listener), and on `evloop_sys::socket` for making,
+//! binding and connecting `AF_UNIX` sockets. asyncio's counterparts are
 //! `create_unix_server` and `open_unix_connection`; std's are `std::os::unix::net::*`, whose
 //! method names these follow.
 //!
@@ -44,9 +44,8 @@ use std::time::Duration;
 
 use evloop_sys::socket as sys;
 use evloop_sys::socket::SockType;
-use evloop_sys::socket_more as unix;
 
-pub use evloop_sys::socket_more::UnixSocketAddr;
+pub use evloop_sys::socket::UnixSocketAddr;
 
 use super::accept::Listener;
 use super::socket::{Local, Socket};
@@ -63,7 +62,7 @@ fn bind_with_stale_check(
     addr: &UnixSocketAddr,
     ty: SockType,
 ) -> io::Result<()> {
-    let err = match unix::bind_unix(fd, addr) {
+    let err = match sys::bind_unix(fd, addr) {
         Err(e) if e.kind() == io::ErrorKind::AddrInUse => e,
         other => return other,
     };
@@ -80,12 +79,12 @@ fn bind_with_stale_check(
             format!("binding {path:?}: a file that is not a socket is there (left alone): {err}"),
         ));
     }
-    let probe = unix::unix_socket(ty)?;
-    match unix::connect_unix(probe.as_fd(), addr) {
+    let probe = sys::unix_socket(ty)?;
+    match sys::connect_unix(probe.as_fd(), addr) {
         Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
             // Nobody is bound to that file: a previous run's leftover.
             std::fs::remove_file(path)?;
-            unix::bind_unix(fd, addr)
+            sys::bind_unix(fd, addr)
         }
         _ => Err(io::Error::new(
             err.kind(),
@@ -153,7 +152,7 @@ impl UnixListener {
     /// # Errors
     /// As [`bind`](UnixListener::bind).
     pub fn bind_addr(addr: &UnixSocketAddr) -> io::Result<UnixListener> {
-        let fd = unix::unix_socket(SockType::Stream)?;
+        let fd = sys::unix_socket(SockType::Stream)?;
         bind_with_stale_check(fd.as_fd(), addr, SockType::Stream)?;
         sys::listen(fd.as_fd(), 1024)?;
         Ok(UnixListener {
@@ -260,11 +259,11 @@ impl UnixStream {
     /// # Errors
     /// As [`connect`](UnixStream::connect).
     pub async fn connect_addr(addr: &UnixSocketAddr) -> io::Result<UnixStream> {
-        let fd = unix::unix_socket(SockType::Stream)?;
+        let fd = sys::unix_socket(SockType::Stream)?;
         let stream = UnixStream::from_fd(fd);
         let mut backoff = Duration::from_millis(1);
         loop {
-            match unix::connect_unix(stream.io.as_fd(), addr) {
+            match sys::connect_unix(stream.io.as_fd(), addr) {
                 Ok(true) => return Ok(stream),
                 Ok(false) => break,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -285,7 +284,7 @@ impl UnixStream {
     /// # Errors
     /// `EMFILE`/`ENFILE`.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
-        let (a, b) = unix::unix_pair(SockType::Stream)?;
+        let (a, b) = sys::unix_pair(SockType::Stream)?;
         Ok((UnixStream::from_fd(a), UnixStream::from_fd(b)))
     }
 
@@ -452,7 +451,7 @@ impl UnixDatagram {
     /// # Errors
     /// As [`UnixListener::bind`].
     pub fn bind_addr(addr: &UnixSocketAddr) -> io::Result<UnixDatagram> {
-        let fd = unix::unix_socket(SockType::Datagram)?;
+        let fd = sys::unix_socket(SockType::Datagram)?;
         bind_with_stale_check(fd.as_fd(), addr, SockType::Datagram)?;
         Ok(UnixDatagram::from_fd(fd))
     }
@@ -464,7 +463,7 @@ impl UnixDatagram {
     /// # Errors
     /// `EMFILE`/`ENFILE`.
     pub fn unbound() -> io::Result<UnixDatagram> {
-        Ok(UnixDatagram::from_fd(unix::unix_socket(
+        Ok(UnixDatagram::from_fd(sys::unix_socket(
             SockType::Datagram,
         )?))
     }
@@ -474,7 +473,7 @@ impl UnixDatagram {
     /// # Errors
     /// `EMFILE`/`ENFILE`.
     pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
-        let (a, b) = unix::unix_pair(SockType::Datagram)?;
+        let (a, b) = sys::unix_pair(SockType::Datagram)?;
         Ok((UnixDatagram::from_fd(a), UnixDatagram::from_fd(b)))
     }
 

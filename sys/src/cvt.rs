@@ -1,9 +1,10 @@
-//! `-1`/`errno` to `io::Error`: the only place in evloop where `errno` is read (the signal
-//! handler in `signal.rs` also saves and restores it, as every handler must).
+//! `-1`/`errno` to `io::Error`: the only place in evloop where `errno` is read or written.
 //!
 //! Every syscall wrapper in this crate passes its return value through [`cvt`] (or
 //! [`cvt_wait`] for the blocking waits), so the conversion and the EINTR policy are decided
-//! here, once. Read next: `timeout.rs`, the other "one place" of this crate.
+//! here, once. The signal handler in `signal.rs` must leave `errno` as it found it; it saves
+//! and restores it with this file's `errno`/`set_errno`, which are async-signal-safe. Read
+//! next: `timeout.rs`, the other "one place" of this crate.
 
 use std::io;
 
@@ -57,6 +58,41 @@ macro_rules! impl_is_minus_one {
 }
 impl_is_minus_one! { i32 i64 isize }
 
+#[cfg(any(
+    target_os = "linux",
+    target_os = "redox",
+    target_os = "emscripten",
+    target_os = "dragonfly"
+))]
+fn errno_location() -> *mut libc::c_int {
+    // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
+    unsafe { libc::__errno_location() }
+}
+#[cfg(any(target_os = "android", target_os = "netbsd", target_os = "openbsd"))]
+fn errno_location() -> *mut libc::c_int {
+    // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
+    unsafe { libc::__errno() }
+}
+#[cfg(any(target_vendor = "apple", target_os = "freebsd"))]
+fn errno_location() -> *mut libc::c_int {
+    // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
+    unsafe { libc::__error() }
+}
+
+/// This thread's `errno`, read directly (async-signal-safe: a signal handler may call it).
+/// Everything else reads it through [`cvt`]; the handler in `signal.rs` saves it with this.
+pub(crate) fn errno() -> libc::c_int {
+    // SAFETY: `errno_location` returns a valid pointer to this thread's errno.
+    unsafe { *errno_location() }
+}
+
+/// Sets this thread's `errno` (async-signal-safe): the signal handler restores the value it
+/// saved with [`errno`], so the code it interrupted finds `errno` unchanged.
+pub(crate) fn set_errno(value: libc::c_int) {
+    // SAFETY: `errno_location` returns a valid, writable pointer to this thread's errno.
+    unsafe { *errno_location() = value };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,11 +107,12 @@ mod tests {
     }
 
     #[test]
-    #[cfg(target_os = "linux")]
     fn eintr_is_zero_events() {
-        // SAFETY: writing errno through the libc-provided thread-local pointer.
-        unsafe { *libc::__errno_location() = libc::EINTR };
+        set_errno(libc::EINTR);
+        assert_eq!(errno(), libc::EINTR);
         assert_eq!(cvt_wait(-1).unwrap(), 0);
         assert_eq!(cvt_wait(5).unwrap(), 5);
+        set_errno(libc::EBADF);
+        assert_eq!(cvt_wait(-1).unwrap_err().raw_os_error(), Some(libc::EBADF));
     }
 }

@@ -1,4 +1,4 @@
-//! File-descriptor helpers: pipes, socket pairs, eventfd, flags, validation, `RLIMIT_NOFILE`.
+//! File-descriptor helpers: pipes, socket pairs, eventfd, flags, validation, `read`/`write`.
 //!
 //! Everything that creates an fd here creates it **close-on-exec atomically** (`O_CLOEXEC`,
 //! `SOCK_CLOEXEC`, `EFD_CLOEXEC`, `F_DUPFD_CLOEXEC`) and non-blocking where an event loop
@@ -6,19 +6,31 @@
 //! and "set the flag" (edge case 60). On systems without the atomic flags (macOS has no
 //! `pipe2` and no `SOCK_CLOEXEC`), the fallback sets the flags right after creation and says so.
 //!
-//! Created fds come back as [`OwnedFd`], so they are closed exactly once, by `Drop`.
+//! Created fds come back as [`OwnedFd`], so they are closed exactly once, by `Drop`; every
+//! syscall of the crate that creates an fd hands it to this file's `owned`.
+//!
+//! Each syscall is wrapped once, here: `fcntl` (every flag read and change goes through one
+//! wrapper), `read` and `write` (the raw forms serve the signal handler and the benchmark
+//! floors too), `getrlimit`/`setrlimit`. With the `internals` feature this file also holds
+//! test aids (`is_cloexec`, `dup_at_least`, `raise_nofile_limit`, `set_nofile_soft_limit`):
+//! not part of the stable API.
+//!
 //! Read next: `waker.rs`, which uses [`eventfd`] or [`pipe`].
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+#[cfg(feature = "internals")]
+use std::os::fd::AsFd;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::cvt::cvt;
 
-/// Takes ownership of a freshly created fd.
-fn owned(fd: RawFd) -> OwnedFd {
+/// Takes ownership of a freshly created fd: the one place the crate wraps a new number in an
+/// [`OwnedFd`].
+pub(crate) fn owned(fd: RawFd) -> OwnedFd {
     debug_assert!(fd >= 0);
-    // SAFETY: `fd` was just returned by a successful syscall that created it; nobody else
-    // owns it, so wrapping it in an OwnedFd (which closes it once) is sound.
+    // SAFETY: every caller passes a number just returned by a successful syscall that created
+    // it (socket, accept4, pipe2, eventfd, epoll_create1, kqueue, fcntl(F_DUPFD_CLOEXEC));
+    // nobody else owns it, so wrapping it in an OwnedFd (which closes it once) is sound.
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
@@ -31,7 +43,9 @@ fn owned(fd: RawFd) -> OwnedFd {
 ///
 /// ```
 /// let (r, w) = evloop_sys::fd::pipe().unwrap();
-/// assert!(evloop_sys::fd::is_cloexec(&r).unwrap() && evloop_sys::fd::is_cloexec(&w).unwrap());
+/// evloop_sys::fd::write(std::os::fd::AsFd::as_fd(&w), b"x").unwrap();
+/// let mut buf = [0u8; 4];
+/// assert_eq!(evloop_sys::fd::read(std::os::fd::AsFd::as_fd(&r), &mut buf).unwrap(), 1);
 /// ```
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
@@ -43,6 +57,7 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     }
     #[cfg(target_vendor = "apple")]
     {
+        use std::os::fd::AsFd;
         // macOS has no pipe2: the flags are set right after, not atomically.
         // SAFETY: `fds` is a valid, writable array of two c_ints, as pipe requires.
         cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
@@ -55,7 +70,8 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     }
 }
 
-/// Creates a connected, non-blocking, close-on-exec `AF_UNIX` `SOCK_STREAM` socket pair.
+/// Creates a connected, non-blocking, close-on-exec `AF_UNIX` `SOCK_STREAM` socket pair
+/// (`socket::unix_pair(SockType::Stream)`: on macOS each end also gets `SO_NOSIGPIPE`).
 ///
 /// # Errors
 /// `EMFILE`/`ENFILE` when out of fds.
@@ -67,28 +83,13 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// assert_ne!(std::os::fd::AsRawFd::as_raw_fd(&a), std::os::fd::AsRawFd::as_raw_fd(&b));
 /// ```
 pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
-    #[cfg(not(target_vendor = "apple"))]
-    {
-        let ty = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
-        // SAFETY: `fds` is a valid, writable array of two c_ints, as socketpair requires.
-        cvt(unsafe { libc::socketpair(libc::AF_UNIX, ty, 0, fds.as_mut_ptr()) })?;
-        Ok((owned(fds[0]), owned(fds[1])))
-    }
-    #[cfg(target_vendor = "apple")]
-    {
-        // SAFETY: `fds` is a valid, writable array of two c_ints, as socketpair requires.
-        cvt(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) })?;
-        let (a, b) = (owned(fds[0]), owned(fds[1]));
-        for fd in [&a, &b] {
-            set_cloexec(fd.as_fd(), true)?;
-            set_nonblocking(fd.as_fd(), true)?;
-        }
-        Ok((a, b))
-    }
+    crate::socket::unix_pair(crate::socket::SockType::Stream)
 }
 
 /// Creates a non-blocking, close-on-exec eventfd with counter 0 (Linux, Android).
+///
+/// # Errors
+/// `EMFILE`/`ENFILE` when out of fds.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: eventfd takes two integers and touches no memory of ours.
@@ -96,24 +97,38 @@ pub fn eventfd() -> io::Result<OwnedFd> {
     Ok(owned(fd))
 }
 
+/// The one `fcntl` wrapper, for the commands that take an `int` argument (or none, when `arg`
+/// is ignored): `F_GETFD`, `F_SETFD`, `F_GETFL`, `F_SETFL`, `F_DUPFD_CLOEXEC`.
+fn fcntl(fd: RawFd, cmd: libc::c_int, arg: libc::c_int) -> io::Result<libc::c_int> {
+    // SAFETY: each of the commands above reads or sets flags of the fd (or duplicates it)
+    // and takes an int argument, never a pointer: no memory of ours is involved. A number
+    // that is not open gives EBADF.
+    cvt(unsafe { libc::fcntl(fd, cmd, arg) })
+}
+
+/// Sets or clears `bit` in the flags `get` reads and `set` writes, with one `fcntl` each
+/// (none for the write when the bit is already as wanted).
+fn update_flags(
+    fd: BorrowedFd<'_>,
+    (get, set): (libc::c_int, libc::c_int),
+    bit: libc::c_int,
+    on: bool,
+) -> io::Result<()> {
+    let raw = fd.as_raw_fd();
+    let flags = fcntl(raw, get, 0)?;
+    let new = if on { flags | bit } else { flags & !bit };
+    if new != flags {
+        fcntl(raw, set, new)?;
+    }
+    Ok(())
+}
+
 /// Sets or clears `O_NONBLOCK`.
 ///
 /// # Errors
 /// `EBADF` if `fd` is not open.
 pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
-    let raw = fd.as_raw_fd();
-    // SAFETY: F_GETFL on a borrowed (hence open) fd reads its status flags; no memory involved.
-    let flags = cvt(unsafe { libc::fcntl(raw, libc::F_GETFL) })?;
-    let new = if on {
-        flags | libc::O_NONBLOCK
-    } else {
-        flags & !libc::O_NONBLOCK
-    };
-    if new != flags {
-        // SAFETY: F_SETFL with an int argument on an open fd; no memory involved.
-        cvt(unsafe { libc::fcntl(raw, libc::F_SETFL, new) })?;
-    }
-    Ok(())
+    update_flags(fd, (libc::F_GETFL, libc::F_SETFL), libc::O_NONBLOCK, on)
 }
 
 /// Sets or clears `FD_CLOEXEC`.
@@ -121,29 +136,18 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
 /// # Errors
 /// `EBADF` if `fd` is not open.
 pub fn set_cloexec(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
-    let raw = fd.as_raw_fd();
-    // SAFETY: F_GETFD on an open fd reads its fd flags; no memory involved.
-    let flags = cvt(unsafe { libc::fcntl(raw, libc::F_GETFD) })?;
-    let new = if on {
-        flags | libc::FD_CLOEXEC
-    } else {
-        flags & !libc::FD_CLOEXEC
-    };
-    if new != flags {
-        // SAFETY: F_SETFD with an int argument on an open fd; no memory involved.
-        cvt(unsafe { libc::fcntl(raw, libc::F_SETFD, new) })?;
-    }
-    Ok(())
+    update_flags(fd, (libc::F_GETFD, libc::F_SETFD), libc::FD_CLOEXEC, on)
 }
 
-/// Whether `FD_CLOEXEC` is set on `fd` (tests use it to check item 60).
+/// Whether `FD_CLOEXEC` is set on `fd` (tests use it to check edge case 60).
+/// Test aid (`internals` feature).
 ///
 /// # Errors
 /// `EBADF` if `fd` is not open.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub fn is_cloexec(fd: &impl AsFd) -> io::Result<bool> {
-    // SAFETY: F_GETFD on an open (borrowed) fd; no memory involved.
-    let flags = cvt(unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_GETFD) })?;
-    Ok(flags & libc::FD_CLOEXEC != 0)
+    Ok(fcntl(fd.as_fd().as_raw_fd(), libc::F_GETFD, 0)? & libc::FD_CLOEXEC != 0)
 }
 
 /// What kind of file an fd names, as far as readiness is concerned.
@@ -179,46 +183,101 @@ pub fn probe(fd: RawFd) -> io::Result<FdKind> {
     })
 }
 
-/// Whether the number `fd` is currently open (`fcntl(F_GETFD)`), used by `select` to find
-/// which registered fd made a whole call fail with `EBADF` (edge case 8).
-pub fn is_open(fd: RawFd) -> bool {
-    // SAFETY: F_GETFD reads fd flags of any number; an unopened one gives EBADF. No memory.
-    fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1
+crate::internal_pub! {
+    /// Whether the number `fd` is currently open (`fcntl(F_GETFD)`), used by `select` to find
+    /// which registered fd made a whole call fail with `EBADF` (edge case 8). Public only with
+    /// the `internals` feature (tests use it to check that a number was closed).
+    pub fn is_open(fd: RawFd) -> bool {
+        fd >= 0 && fcntl(fd, libc::F_GETFD, 0).is_ok()
+    }
 }
 
 /// Duplicates `fd` onto the lowest free number `>= min`, close-on-exec (`F_DUPFD_CLOEXEC`).
-/// Tests use it to get fds at or above `FD_SETSIZE` (1024).
+/// Tests use it to get fds at or above `FD_SETSIZE` (1024). Test aid (`internals` feature).
 ///
 /// # Errors
 /// `EINVAL` when `min` is at or above `RLIMIT_NOFILE`; `EMFILE` when no number is free.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub fn dup_at_least(fd: BorrowedFd<'_>, min: RawFd) -> io::Result<OwnedFd> {
-    // SAFETY: F_DUPFD_CLOEXEC on an open fd creates a new fd we then own; no memory involved.
-    let new = cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) })?;
-    Ok(owned(new))
+    Ok(owned(fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min)?))
 }
 
-/// The open-file limit after trying to raise the soft limit to the hard one:
-/// `(soft, hard)`. Anything that opens many fds calls this first and scales itself to `soft`.
-///
-/// # Errors
-/// Only if `getrlimit` itself fails; a refused raise is not an error (the lower soft limit is
-/// returned, so the caller can say what it got).
-pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+/// The soft and hard `RLIMIT_NOFILE` (`getrlimit`): the one reader of the limit.
+#[cfg(feature = "internals")]
+fn nofile_limit() -> io::Result<libc::rlimit> {
     // SAFETY: an all-zero rlimit is valid (two integers).
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: `lim` is a valid, writable rlimit.
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    Ok(lim)
+}
+
+/// Sets the soft and hard `RLIMIT_NOFILE` (`setrlimit`): the one writer of the limit.
+#[cfg(feature = "internals")]
+fn set_nofile_limit(lim: &libc::rlimit) -> io::Result<()> {
+    // SAFETY: `lim` is a valid rlimit, only read by the kernel.
+    cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, lim) })?;
+    Ok(())
+}
+
+/// The open-file limit after trying to raise the soft limit to the hard one:
+/// `(soft, hard)`. A test or benchmark that opens many fds calls this first and scales
+/// itself to `soft`. Test aid (`internals` feature): a library should not change a
+/// process-wide limit, the program decides.
+///
+/// # Errors
+/// Only if `getrlimit` itself fails; a refused raise is not an error (the lower soft limit is
+/// returned, so the caller can say what it got).
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+    let mut lim = nofile_limit()?;
     if lim.rlim_cur < lim.rlim_max {
         let want = libc::rlimit {
             rlim_cur: lim.rlim_max,
             rlim_max: lim.rlim_max,
         };
-        // SAFETY: `want` is a valid rlimit read-only input.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+        if set_nofile_limit(&want).is_ok() {
             lim.rlim_cur = lim.rlim_max;
         }
     }
     Ok((lim.rlim_cur as u64, lim.rlim_max as u64))
+}
+
+/// Lowers (or raises, up to the hard limit) the soft `RLIMIT_NOFILE` to `soft`, so that the
+/// next fd past it fails with `EMFILE`. Returns the soft limit now in force. Process-wide:
+/// tests call it in a child process. Test aid (`internals` feature).
+///
+/// # Errors
+/// If `getrlimit`/`setrlimit` fail.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn set_nofile_soft_limit(soft: u64) -> io::Result<u64> {
+    let mut lim = nofile_limit()?;
+    lim.rlim_cur = (soft as libc::rlim_t).min(lim.rlim_max);
+    set_nofile_limit(&lim)?;
+    Ok(lim.rlim_cur as u64)
+}
+
+/// The one `read(2)` call of the crate, on a raw number, returning what `read` returned
+/// (`-1` with `errno` set on failure). A number that is not open gives `EBADF`. Async-signal-
+/// safe. [`read`] is the checked form; the benchmark floors use this one as is.
+#[inline]
+pub(crate) fn read_raw(fd: RawFd, buf: &mut [u8]) -> isize {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call; a bad fd
+    // only makes read fail.
+    unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
+}
+
+/// The one `write(2)` call of the crate, on a raw number, returning what `write` returned
+/// (`-1` with `errno` set on failure). Async-signal-safe: the signal handler calls it.
+/// [`write`] is the checked form.
+#[inline]
+pub(crate) fn write_raw(fd: RawFd, buf: &[u8]) -> isize {
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the whole call; a bad fd
+    // only makes write fail.
+    unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) }
 }
 
 /// Reads up to `buf.len()` bytes from `fd` with one `read(2)`.
@@ -226,9 +285,7 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
 /// # Errors
 /// The OS error, e.g. `WouldBlock` on an empty non-blocking pipe.
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call.
-    let n = cvt(unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })?;
-    Ok(n as usize)
+    Ok(cvt(read_raw(fd.as_raw_fd(), buf))? as usize)
 }
 
 /// Writes up to `buf.len()` bytes to `fd` with one `write(2)`.
@@ -236,9 +293,7 @@ pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 /// # Errors
 /// The OS error, e.g. `WouldBlock` on a full non-blocking pipe, `EPIPE` on a closed one.
 pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the whole call.
-    let n = cvt(unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })?;
-    Ok(n as usize)
+    Ok(cvt(write_raw(fd.as_raw_fd(), buf))? as usize)
 }
 
 #[cfg(test)]

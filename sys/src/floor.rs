@@ -1,10 +1,15 @@
 //! The floors of the scaling benchmark: libevent's `bench.c` workload written directly on
-//! `epoll_wait`, `poll` and `select`, with no abstraction at all.
+//! `epoll_wait`, `poll` and `select`, with no abstraction at all: no `Selector`, no `Events`,
+//! no fd map, only the one-line syscall wrappers the selectors share (`epoll::epoll_wait`,
+//! `poll::poll`, `select::select`: the syscall and `cvt_wait`, nothing else) and the raw
+//! `read`/`write` of `fd.rs`.
 //!
-//! A measuring instrument, not part of the event loop: `benches/scaling.rs` runs the same
+//! **`internals` feature: benchmark floors and test aids; not part of the stable API.** A
+//! measuring instrument, not part of the event loop: `benches/scaling.rs` runs the same
 //! rounds through evloop and through these functions, in the same process, on the same fds,
 //! so every evloop figure comes with its ratio to what the bare syscalls cost. It lives in this
-//! crate because every syscall of the project does.
+//! crate because every syscall of the project does; `benches/micro.rs` takes its CPU clock
+//! and thread pinning from here too.
 //!
 //! The workload (libevent's `bench.c`, as the peer loops' scaling benchmarks define it):
 //! fd `i` is watched for reading; writing `wfd[i]` makes `rfd[i]` readable. A round primes A
@@ -17,14 +22,14 @@
 
 use std::io;
 #[cfg(any(target_os = "linux", target_os = "android"))]
-use std::os::fd::FromRawFd;
-#[cfg(any(target_os = "linux", target_os = "android"))]
 use std::os::fd::OwnedFd;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 use crate::cvt::cvt;
-use crate::cvt::cvt_wait;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+use crate::selector::epoll;
+use crate::selector::{poll, select};
 
 /// The chain's counters and fds: the state a round mutates, shared by the floors and by the
 /// evloop side of the benchmark (which keeps its own copy in `Cell`s).
@@ -121,16 +126,13 @@ impl<'fd> Chain<'fd> {
 #[inline]
 pub fn read1(fd: RawFd) -> isize {
     let mut ch = 0u8;
-    // SAFETY: `ch` is a valid, writable byte for the duration of the call; a bad fd only
-    // makes read fail.
-    unsafe { libc::read(fd, (&mut ch as *mut u8).cast(), 1) }
+    crate::fd::read_raw(fd, std::slice::from_mut(&mut ch))
 }
 
 /// One byte out, with `write(2)`; returns what `write` returned.
 #[inline]
 pub fn write1(fd: RawFd) -> isize {
-    // SAFETY: the static byte is valid for reads for the duration of the call.
-    unsafe { libc::write(fd, b"e".as_ptr().cast(), 1) }
+    crate::fd::write_raw(fd, b"e")
 }
 
 /// Which syscall a floor uses.
@@ -197,10 +199,7 @@ impl Floor {
             FloorKind::Select => {
                 let max = chain.read_fds().max().unwrap_or(0) as usize;
                 f.nfds = max + 1;
-                let words = f
-                    .nfds
-                    .div_ceil(WORD)
-                    .max(crate::selector::select::FD_SETSIZE / WORD);
+                let words = f.nfds.div_ceil(WORD).max(select::FD_SETSIZE / WORD);
                 f.master = vec![0; words];
                 f.work = vec![0; words];
                 f.index = vec![usize::MAX; f.nfds];
@@ -226,17 +225,10 @@ impl Floor {
 
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn setup_epoll(&mut self, chain: &Chain<'_>) -> io::Result<()> {
-        // SAFETY: epoll_create1 takes a flag and touches no memory.
-        let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: `ep` was just created and is owned by nobody else.
-        let ep = unsafe { OwnedFd::from_raw_fd(ep) };
+        let ep = epoll::new_epoll()?;
         for (i, fd) in chain.read_fds().enumerate() {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: i as u64,
-            };
-            // SAFETY: `ev` is valid for the call; `fd` is a borrowed, open fd.
-            cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+            let add = libc::EPOLL_CTL_ADD;
+            epoll::epoll_ctl(ep.as_raw_fd(), add, fd, libc::EPOLLIN as u32, i as u64)?;
         }
         self.events = vec![libc::epoll_event { events: 0, u64: 0 }; chain.len().clamp(1, 1024)];
         self.epfd = Some(ep);
@@ -265,29 +257,13 @@ impl Floor {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             FloorKind::Epoll => {
                 let ep = self.epfd.as_ref().map_or(-1, |e| e.as_raw_fd());
-                // SAFETY: `events` holds `len >= 1` initialised entries the kernel may
-                // overwrite, and we pass that length.
-                let n = cvt_wait(unsafe {
-                    libc::epoll_wait(
-                        ep,
-                        self.events.as_mut_ptr(),
-                        self.events.len() as libc::c_int,
-                        timeout_ms,
-                    )
-                })?;
+                let n = epoll::epoll_wait(ep, &mut self.events, timeout_ms)?;
                 for ev in &self.events[..n] {
                     chain.on_read(ev.u64 as usize);
                 }
             }
             FloorKind::Poll => {
-                // SAFETY: `pollfds` is a valid array of `len` pollfds.
-                let mut n = cvt_wait(unsafe {
-                    libc::poll(
-                        self.pollfds.as_mut_ptr(),
-                        self.pollfds.len() as libc::nfds_t,
-                        timeout_ms,
-                    )
-                })?;
+                let mut n = poll::poll(&mut self.pollfds, timeout_ms)?;
                 let mut i = 0;
                 while n > 0 && i < self.pollfds.len() {
                     if self.pollfds[i].revents != 0 {
@@ -304,23 +280,8 @@ impl Floor {
                     tv_sec: 0,
                     tv_usec: 0,
                 };
-                let tvp = if block {
-                    std::ptr::null_mut()
-                } else {
-                    &mut tv as *mut libc::timeval
-                };
-                // SAFETY: `work` has at least `ceil(nfds / WORD)` words (and at least
-                // FD_SETSIZE bits), which is all the kernel reads and writes for `nfds`;
-                // `tvp` is null or points at a live timeval.
-                let mut n = cvt_wait(unsafe {
-                    libc::select(
-                        self.nfds as libc::c_int,
-                        self.work.as_mut_ptr().cast(),
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        tvp,
-                    )
-                })?;
+                let tv = if block { None } else { Some(&mut tv) };
+                let mut n = select::select(self.nfds, Some(&mut self.work), None, tv)?;
                 'scan: for w in 0..words {
                     let mut bits = self.work[w];
                     while bits != 0 {

@@ -16,8 +16,25 @@
 //!    where the system has kqueue (or Linux has libkqueue: `docs/08-kqueue.md`).
 //! 4. [`waker`]: eventfd, self-pipe or kqueue's `EVFILT_USER`, to wake a blocked loop from
 //!    another thread.
-//! 5. [`fd`]: pipes, socket pairs, flags, `RLIMIT_NOFILE`; [`signal`]: the process-wide signal
+//! 5. [`fd`]: pipes, socket pairs, flags, `read`/`write`; [`signal`]: the process-wide signal
 //!    handler and the per-loop self-pipes it writes to.
+//! 6. [`socket`]: the socket syscalls of `evloop::net` (creation, addresses, options, stream
+//!    and datagram I/O), one file per concern under `socket/`.
+//!
+//! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
+//! `epoll_wait`, and so on, and everything else goes through it.
+//!
+//! ## The `internals` feature: benchmark floors and test aids; not part of the stable API
+//!
+//! Off by default. It adds, all `#[doc(hidden)]`: the module `floor` (the scaling
+//! benchmark's workload written directly on `epoll_wait`, `poll` and `select`, and the CPU
+//! clock and pinning the micro-benchmarks use) and the test aids: `fd::is_cloexec`,
+//! `fd::dup_at_least`, `fd::raise_nofile_limit`, `fd::set_nofile_soft_limit`,
+//! `socket::set_sigpipe_default`, `socket::sigpipe_is_default`, the signal dispositions and
+//! senders of `signal` (`Disposition`, `disposition`, `set_disposition`, `raise`,
+//! `kill_self`, `set_noop_handler`, `ThreadSignal`), and makes `fd::is_open` public. evloop's
+//! own tests and benchmarks turn it on through their dev-dependencies; a program using
+//! evloop never needs it, and anything behind it may change in any release.
 //!
 //! ```
 //! use std::time::Duration;
@@ -35,13 +52,31 @@
 #![cfg(unix)]
 #![warn(missing_docs)]
 
+/// Declares an item `pub` and `#[doc(hidden)]` with the `internals` feature, `pub(crate)`
+/// without it: for what the crate uses itself and only tests use from outside
+/// (`fd::is_open`). Items nothing in the crate uses are simply `#[cfg(feature = "internals")]`.
+macro_rules! internal_pub {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        $(#[$attr])*
+        pub $($item)*
+
+        #[cfg(not(feature = "internals"))]
+        $(#[$attr])*
+        pub(crate) $($item)*
+    };
+}
+pub(crate) use internal_pub;
+
 pub mod cvt;
 pub mod fd;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod floor;
 pub mod selector;
 pub mod signal;
 pub mod socket;
-pub mod socket_more;
 pub mod timeout;
 pub mod waker;
 

@@ -1,6 +1,7 @@
-//! Signals: one process-wide, async-signal-safe handler fanned out to per-loop self-pipes,
-//! plus the aids tests need (a no-op handler without `SA_RESTART`, `pthread_kill`, `raise`,
-//! reading and setting a disposition).
+//! Signals: one process-wide, async-signal-safe handler fanned out to per-loop self-pipes.
+//! With the `internals` feature, also the aids tests need (a no-op handler without
+//! `SA_RESTART`, `pthread_kill`, `raise`, `kill`, reading and setting a disposition): not
+//! part of the stable API.
 //!
 //! Layer: `evloop-sys`, below `src/signals.rs` (which turns a pending mark into a callback on
 //! the loop thread). asyncio's `add_signal_handler` rests on CPython's `signal.set_wakeup_fd`;
@@ -21,11 +22,12 @@
 //!
 //! ## The special problem of doing anything in a signal handler
 //! A handler may interrupt any code, including `malloc` or a thread holding a lock, so it may
-//! only call async-signal-safe functions (signal-safety(7)): here `write(2)` and lock-free
-//! atomic operations, nothing else. It saves and restores `errno`, because `write` may change
-//! it under the interrupted code's feet. The slots are a fixed-size array of atomics, found
-//! without a lock; a registration (which may allocate and locks a mutex) happens only in
-//! normal context.
+//! only call async-signal-safe functions (signal-safety(7)): here `write(2)` (through
+//! `fd.rs`'s raw `write`, which is nothing more) and lock-free atomic operations, nothing
+//! else. It saves and restores `errno` (with `cvt.rs`'s `errno`/`set_errno`), because
+//! `write` may change it under the interrupted code's feet. The slots are a fixed-size array
+//! of atomics, found without a lock; a registration (which may allocate and locks a mutex)
+//! happens only in normal context.
 //!
 //! ## The special problem of closing an fd the handler may be writing to
 //! The handler may run on another thread at the very moment a loop closes its pipe. If it had
@@ -50,13 +52,15 @@
 //!   numbers `>= NSIG`, and the synchronous fault signals `SIGSEGV`, `SIGBUS`, `SIGILL`,
 //!   `SIGFPE` (after a handler returns the faulting instruction runs again, forever; and
 //!   Rust's runtime uses `SIGSEGV`/`SIGBUS` to report stack overflows).
+//! - **One `sigaction` wrapper** (`sigaction` below): installing, restoring, querying and the
+//!   test aids' dispositions all go through it, and every action is built by `action`.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::cvt::cvt;
+use crate::cvt::{cvt, errno, set_errno};
 
 pub use libc::{
     SIGALRM, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSTOP, SIGTERM, SIGUSR1,
@@ -203,7 +207,7 @@ static SLOTS: [Slot; MAX_PIPES] = [const { Slot::new() }; MAX_PIPES];
 /// The process-wide handler. Async-signal-safe: atomics and `write(2)` only; `errno` is
 /// saved and restored.
 extern "C" fn on_signal(sig: libc::c_int) {
-    let saved = errno_get();
+    let saved = errno();
     if sig > 0 && sig < NSIG {
         let i = sig as usize;
         for slot in &SLOTS {
@@ -215,50 +219,17 @@ extern "C" fn on_signal(sig: libc::c_int) {
             if fd >= 0 {
                 // The mark first, then the byte: a loop that reads the byte sees the mark.
                 slot.pending[i].fetch_add(1, Ordering::SeqCst);
-                let byte = sig as u8;
-                // SAFETY: `fd` is open: the slot's owner closes it only after storing -1 and
-                // waiting for `busy` to fall to zero, and we hold `busy`. `byte` is a valid
-                // one-byte buffer. write(2) is async-signal-safe. EAGAIN (a full pipe) is
-                // ignored: a byte is already pending and will wake the loop.
-                let _ = unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
+                // `fd` is open: the slot's owner closes it only after storing -1 and waiting
+                // for `busy` to fall to zero, and we hold `busy`, so the byte cannot land in a
+                // file that reused the number. `write_raw` is write(2) and nothing more
+                // (async-signal-safe). EAGAIN (a full pipe) is ignored: a byte is already
+                // pending and will wake the loop.
+                let _ = crate::fd::write_raw(fd, &[sig as u8]);
             }
             slot.busy.fetch_sub(1, Ordering::SeqCst);
         }
     }
-    errno_set(saved);
-}
-
-#[cfg(any(
-    target_os = "linux",
-    target_os = "redox",
-    target_os = "emscripten",
-    target_os = "dragonfly"
-))]
-fn errno_location() -> *mut libc::c_int {
-    // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
-    unsafe { libc::__errno_location() }
-}
-#[cfg(any(target_os = "android", target_os = "netbsd", target_os = "openbsd"))]
-fn errno_location() -> *mut libc::c_int {
-    // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
-    unsafe { libc::__errno() }
-}
-#[cfg(any(target_vendor = "apple", target_os = "freebsd"))]
-fn errno_location() -> *mut libc::c_int {
-    // SAFETY: no preconditions; returns this thread's errno address (async-signal-safe).
-    unsafe { libc::__error() }
-}
-
-/// The signal handler's own `errno` save: `cvt.rs` reads errno for every syscall result; this
-/// is the one other place, because a handler must leave errno as it found it.
-fn errno_get() -> libc::c_int {
-    // SAFETY: `errno_location` returns a valid pointer to this thread's errno.
-    unsafe { *errno_location() }
-}
-
-fn errno_set(value: libc::c_int) {
-    // SAFETY: `errno_location` returns a valid, writable pointer to this thread's errno.
-    unsafe { *errno_location() = value };
+    set_errno(saved);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -286,36 +257,54 @@ fn table() -> MutexGuard<'static, Table> {
     TABLE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Reads the current action for `sig` without changing it.
-fn current_action(sig: libc::c_int) -> io::Result<libc::sigaction> {
-    // SAFETY: an all-zero sigaction is a valid value (plain integers and a zero mask).
+/// The one `sigaction` wrapper: installs `new` for `sig` if given (else only queries), and
+/// returns the action that was in force before.
+fn sigaction(sig: libc::c_int, new: Option<&libc::sigaction>) -> io::Result<libc::sigaction> {
+    // SAFETY: an all-zero sigaction is a valid value (plain integers and a zero mask), to be
+    // overwritten by the kernel.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: a null new action only queries; `old` is a valid, writable sigaction.
-    cvt(unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) })?;
+    let new = new.map_or(std::ptr::null(), |a| a as *const libc::sigaction);
+    // SAFETY: `new` is null (query only) or points at a valid action built by `action` or
+    // returned earlier by the kernel, whose handler (if any) is async-signal-safe; `old` is a
+    // valid, writable sigaction.
+    cvt(unsafe { libc::sigaction(sig, new, &mut old) })?;
     Ok(old)
 }
 
-/// Installs `on_signal` for `sig`, returning the action it replaces.
-fn install(sig: libc::c_int) -> io::Result<libc::sigaction> {
-    // SAFETY: an all-zero sigaction is a valid starting value.
+/// An action running `handler` (a function, `SIG_DFL` or `SIG_IGN`) with `flags`, with every
+/// signal blocked while the handler runs if `block_all`, else none.
+fn action(handler: libc::sighandler_t, flags: libc::c_int, block_all: bool) -> libc::sigaction {
+    // SAFETY: an all-zero sigaction is a valid starting value (empty mask, no flags).
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-    sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-    sa.sa_flags = libc::SA_RESTART;
-    // SAFETY: `sa.sa_mask` is a valid sigset_t to fill.
-    unsafe { libc::sigfillset(&mut sa.sa_mask) };
-    // SAFETY: an all-zero sigaction is a valid value to be overwritten.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: `sa` is fully initialised, its handler is async-signal-safe (see `on_signal`);
-    // `old` is a valid, writable sigaction.
-    cvt(unsafe { libc::sigaction(sig, &sa, &mut old) })?;
-    Ok(old)
+    sa.sa_sigaction = handler;
+    sa.sa_flags = flags;
+    if block_all {
+        // SAFETY: `sa.sa_mask` is a valid sigset_t to fill.
+        unsafe { libc::sigfillset(&mut sa.sa_mask) };
+    } else {
+        // SAFETY: `sa.sa_mask` is a valid sigset_t to clear.
+        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    }
+    sa
+}
+
+/// The address of a handler, as `sa_sigaction` holds it.
+fn handler_address(handler: extern "C" fn(libc::c_int)) -> libc::sighandler_t {
+    handler as *const () as libc::sighandler_t
+}
+
+/// Installs `on_signal` for `sig` (`SA_RESTART`, every signal blocked while it runs),
+/// returning the action it replaces.
+fn install(sig: libc::c_int) -> io::Result<libc::sigaction> {
+    sigaction(
+        sig,
+        Some(&action(handler_address(on_signal), libc::SA_RESTART, true)),
+    )
 }
 
 /// Puts back an action saved by `install`.
 fn restore(sig: libc::c_int, previous: &libc::sigaction) -> io::Result<()> {
-    // SAFETY: `previous` was filled in by the kernel in `install`, so it is a valid action;
-    // we do not ask for the replaced one (null).
-    cvt(unsafe { libc::sigaction(sig, previous, std::ptr::null_mut()) })?;
+    sigaction(sig, Some(previous))?;
     Ok(())
 }
 
@@ -334,6 +323,9 @@ fn restore(sig: libc::c_int, previous: &libc::sigaction) -> io::Result<()> {
 /// [`unwatch`](SignalPipe::unwatch) does) and then closes both ends.
 ///
 /// # Examples
+///
+/// (`set_disposition`, `raise` and `disposition` are test aids of the `internals` feature,
+/// which this crate's own doctests have on.)
 ///
 /// ```
 /// use evloop_sys::signal::{self, SignalPipe, Disposition, SIGUSR2};
@@ -524,10 +516,13 @@ impl Drop for SignalPipe {
 }
 
 // ---------------------------------------------------------------------------------------
-// Aids for tests and examples.
+// Aids for tests and examples (`internals` feature): not part of the stable API.
 // ---------------------------------------------------------------------------------------
 
 /// What happens when a signal arrives, as `sigaction(sig, NULL, &old)` reports it.
+/// Test aid (`internals` feature).
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
     /// `SIG_DFL`: the default action (for `SIGUSR1`: terminate the process).
@@ -541,18 +536,19 @@ pub enum Disposition {
 }
 
 /// Reads the disposition of `sig` without changing it (tests check that removing a handler
-/// restored the previous one).
+/// restored the previous one). Test aid (`internals` feature).
 ///
 /// # Errors
 /// `EINVAL` for an invalid signal number.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub fn disposition(sig: libc::c_int) -> io::Result<Disposition> {
-    let action = current_action(sig)?;
-    let handler = action.sa_sigaction;
+    let handler = sigaction(sig, None)?.sa_sigaction;
     Ok(if handler == libc::SIG_DFL {
         Disposition::Default
     } else if handler == libc::SIG_IGN {
         Disposition::Ignore
-    } else if handler == on_signal as *const () as libc::sighandler_t {
+    } else if handler == handler_address(on_signal) {
         Disposition::Evloop
     } else {
         Disposition::Other
@@ -561,11 +557,13 @@ pub fn disposition(sig: libc::c_int) -> io::Result<Disposition> {
 
 /// Sets `sig` to [`Disposition::Default`] or [`Disposition::Ignore`], returning the previous
 /// disposition. For tests and program set-up: do not use it on a signal a loop is watching
-/// (the loop would restore its own saved disposition later).
+/// (the loop would restore its own saved disposition later). Test aid (`internals` feature).
 ///
 /// # Errors
 /// `InvalidInput` for [`Disposition::Evloop`] or [`Disposition::Other`] (use a loop's
 /// `add_signal_handler` for those); `EINVAL` for an invalid signal or `SIGKILL`/`SIGSTOP`.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub fn set_disposition(sig: libc::c_int, to: Disposition) -> io::Result<Disposition> {
     let handler = match to {
         Disposition::Default => libc::SIG_DFL,
@@ -578,21 +576,17 @@ pub fn set_disposition(sig: libc::c_int, to: Disposition) -> io::Result<Disposit
         }
     };
     let before = disposition(sig)?;
-    // SAFETY: an all-zero sigaction is a valid starting value (empty mask, no flags).
-    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-    sa.sa_sigaction = handler;
-    // SAFETY: `sa.sa_mask` is a valid sigset_t to initialise.
-    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-    // SAFETY: `sa` is fully initialised with SIG_DFL or SIG_IGN (no code of ours runs);
-    // we do not ask for the old action (null).
-    cvt(unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) })?;
+    sigaction(sig, Some(&action(handler, 0, false)))?;
     Ok(before)
 }
 
 /// Sends `sig` to the calling thread (`raise(3)`); its handler has run when this returns.
+/// Test aid (`internals` feature).
 ///
 /// # Errors
 /// `EINVAL` for an invalid signal number.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub fn raise(sig: libc::c_int) -> io::Result<()> {
     // SAFETY: raise takes an int and touches no memory of ours.
     let r = unsafe { libc::raise(sig) };
@@ -604,10 +598,12 @@ pub fn raise(sig: libc::c_int) -> io::Result<()> {
 }
 
 /// Sends `sig` to this process (`kill(getpid(), sig)`): any thread that does not block it
-/// may run the handler, as for a signal from outside.
+/// may run the handler, as for a signal from outside. Test aid (`internals` feature).
 ///
 /// # Errors
 /// `EINVAL` for an invalid signal number.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub fn kill_self(sig: libc::c_int) -> io::Result<()> {
     // SAFETY: getpid has no preconditions and cannot fail.
     let pid = unsafe { libc::getpid() };
@@ -616,36 +612,39 @@ pub fn kill_self(sig: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "internals")]
 extern "C" fn noop_handler(_sig: libc::c_int) {}
 
 /// Installs a handler for `sig` that does nothing, without `SA_RESTART`, so that a blocking
-/// syscall in the thread that receives `sig` returns `EINTR`.
+/// syscall in the thread that receives `sig` returns `EINTR`. Test aid (`internals` feature).
 ///
 /// # Errors
 /// `EINVAL` for an invalid signal number, or `SIGKILL`/`SIGSTOP`.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub fn set_noop_handler(sig: libc::c_int) -> io::Result<()> {
-    // SAFETY: an all-zero sigaction is a valid starting value (empty mask, no flags).
-    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-    sa.sa_sigaction = noop_handler as *const () as libc::sighandler_t;
-    // SAFETY: `sa.sa_mask` is a valid sigset_t to initialise.
-    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-    // SAFETY: `sa` is fully initialised; the handler is an `extern "C"` fn that does nothing,
-    // which is async-signal-safe; we do not ask for the old action (null).
-    cvt(unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) })?;
+    // The handler does nothing, which is async-signal-safe.
+    sigaction(sig, Some(&action(handler_address(noop_handler), 0, false)))?;
     Ok(())
 }
 
 /// A thread that signals can be sent to: capture it with [`ThreadSignal::current`] on the
 /// thread itself, then call [`ThreadSignal::send`] from anywhere while the thread lives.
+/// Test aid (`internals` feature).
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadSignal(libc::pthread_t);
 
 // SAFETY: a pthread_t is an opaque identifier; sending it to another thread only lets that
 // thread name the target in pthread_kill.
+#[cfg(feature = "internals")]
 unsafe impl Send for ThreadSignal {}
 // SAFETY: as above; it is never dereferenced.
+#[cfg(feature = "internals")]
 unsafe impl Sync for ThreadSignal {}
 
+#[cfg(feature = "internals")]
 impl ThreadSignal {
     /// The calling thread.
     pub fn current() -> ThreadSignal {

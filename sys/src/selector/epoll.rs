@@ -31,7 +31,7 @@
 //! - A regular file or directory gives `EPERM` (16); the error message says why.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::{
@@ -84,14 +84,8 @@ impl EpollSelector {
         interest: Interest,
         generation: u32,
     ) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: flags(interest),
-            u64: (u64::from(generation) << 32) | u64::from(fd as u32),
-        };
-        // SAFETY: `ev` is a valid epoll_event for the duration of the call (the kernel copies
-        // it); `epfd` is our open epoll fd; an invalid `fd` only produces an error.
-        cvt(unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), op, fd, &mut ev) })?;
-        Ok(())
+        let data = (u64::from(generation) << 32) | u64::from(fd as u32);
+        epoll_ctl(self.epfd.as_raw_fd(), op, fd, flags(interest), data)
     }
 
     fn generation(&mut self) -> u32 {
@@ -123,11 +117,45 @@ impl EpollSelector {
     }
 }
 
-fn new_epoll() -> io::Result<OwnedFd> {
+// The three epoll syscalls, each wrapped once: the selector above and the benchmark floor
+// (`floor.rs`, `internals` feature) both go through these.
+
+/// The one `epoll_create1(EPOLL_CLOEXEC)` call: a new epoll instance.
+pub(crate) fn new_epoll() -> io::Result<OwnedFd> {
     // SAFETY: epoll_create1 takes a flag and touches no memory.
     let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-    // SAFETY: `fd` was just created by epoll_create1 and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(crate::fd::owned(fd))
+}
+
+/// The one `epoll_ctl` call: `op` (`EPOLL_CTL_ADD`/`MOD`/`DEL`) for `fd` on the instance
+/// `epfd`, with the event mask `events` and the user data `data` the kernel hands back.
+pub(crate) fn epoll_ctl(
+    epfd: RawFd,
+    op: libc::c_int,
+    fd: RawFd,
+    events: u32,
+    data: u64,
+) -> io::Result<()> {
+    let mut ev = libc::epoll_event { events, u64: data };
+    // SAFETY: `ev` is a valid epoll_event for the duration of the call (the kernel copies
+    // it; a non-null pointer even for EPOLL_CTL_DEL keeps pre-2.6.9 kernels happy); a bad
+    // `epfd` or `fd` only produces an error.
+    cvt(unsafe { libc::epoll_ctl(epfd, op, fd, &mut ev) })?;
+    Ok(())
+}
+
+/// The one `epoll_wait` call: waits up to `timeout_ms` (`-1`: forever) and fills the front of
+/// `buf` (at least one entry), returning how many; EINTR is `Ok(0)` (`cvt_wait`).
+pub(crate) fn epoll_wait(
+    epfd: RawFd,
+    buf: &mut [libc::epoll_event],
+    timeout_ms: libc::c_int,
+) -> io::Result<usize> {
+    assert!(!buf.is_empty(), "epoll_wait needs room for one event");
+    let max = buf.len().min(libc::c_int::MAX as usize) as libc::c_int;
+    // SAFETY: `buf` holds `max` (>= 1) initialised epoll_events the kernel may overwrite, and
+    // it writes at most `max` of them.
+    cvt_wait(unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), max, timeout_ms) })
 }
 
 fn flags(interest: Interest) -> u32 {
@@ -200,10 +228,7 @@ impl Selector for EpollSelector {
             self.registered.contains(fd),
         )?;
         self.registered.remove(fd);
-        let mut ev = libc::epoll_event { events: 0, u64: 0 };
-        // SAFETY: as in `ctl`; a non-null event pointer keeps pre-2.6.9 kernels happy.
-        let r = unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
-        match cvt(r) {
+        match epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0) {
             Ok(_) => Ok(()),
             // Closed (EBADF), closed and reused by an unregistered file (ENOENT), or reused by
             // a file epoll cannot watch (EPERM): the kernel holds nothing we can remove by
@@ -275,18 +300,8 @@ impl Selector for EpollSelector {
             self.raw
                 .resize(cap, libc::epoll_event { events: 0, u64: 0 });
         }
-        let max = cap.min(libc::c_int::MAX as usize) as libc::c_int;
-        // SAFETY: `raw` holds `cap >= 1` initialised epoll_events the kernel may overwrite;
-        // `max <= cap`, so the kernel writes inside the buffer.
-        let n = cvt_wait(unsafe {
-            libc::epoll_wait(
-                self.epfd.as_raw_fd(),
-                self.raw.as_mut_ptr(),
-                max,
-                to_millis(timeout),
-            )
-        })
-        .map_err(|e| error(Backend::Epoll, Op::Select, self.epfd.as_raw_fd(), e))?;
+        let n = epoll_wait(self.epfd.as_raw_fd(), &mut self.raw, to_millis(timeout))
+            .map_err(|e| error(Backend::Epoll, Op::Select, self.epfd.as_raw_fd(), e))?;
         let mut stale = false;
         for ev in &self.raw[..n] {
             let data = ev.u64;

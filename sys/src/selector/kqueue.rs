@@ -63,7 +63,7 @@
 //! - A kqueue is not inherited across `fork` \[59\]; nothing here tries to survive one.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -125,9 +125,7 @@ impl KqueueSelector {
     /// `EMFILE`/`ENFILE` when out of fds.
     pub fn new() -> io::Result<KqueueSelector> {
         // SAFETY: kqueue() takes no arguments and touches no memory of ours.
-        let fd = cvt(unsafe { kevent::kqueue() })?;
-        // SAFETY: `fd` was just created by kqueue() and is owned by nobody else.
-        let kq = unsafe { OwnedFd::from_raw_fd(fd) };
+        let kq = crate::fd::owned(cvt(unsafe { kevent::kqueue() })?);
         crate::fd::set_cloexec(kq.as_fd(), true)?;
         Ok(KqueueSelector {
             kq: Arc::new(kq),

@@ -402,9 +402,10 @@ pub trait Selector: fmt::Debug + Send {
     /// registration had to be made.
     ///
     /// The loop calls this when an fd is removed and added again before its removal reached
-    /// the kernel (`docs/06-readers-writers.md`, "the special problem of fd reuse"): it cannot know whether the user closed the fd in
-    /// between. Backends without kernel state (poll, select) make no syscall; epoll tries
-    /// `EPOLL_CTL_ADD` and takes `EEXIST` as "still the same file" (libev's trick).
+    /// the kernel (`docs/06-readers-writers.md`, "the special problem of fd reuse"): it cannot
+    /// know whether the user closed the fd in between. Backends without kernel state (poll,
+    /// select) make no interest-changing syscall; epoll tries `EPOLL_CTL_ADD` and takes
+    /// `EEXIST` as "still the same file" (libev's trick).
     ///
     /// Every backend checks the number as [`Selector::register`] does (a closed fd: `EBADF`;
     /// a regular file or directory: `PermissionDenied`), so poll and select pay one `fstat`.

@@ -54,6 +54,15 @@ fn flags(interest: Interest) -> libc::c_short {
     f
 }
 
+/// The one `poll(2)` call: waits up to `timeout_ms` (`-1`: forever) for the entries of
+/// `fds`, filling their `revents`, and returns how many have some; EINTR is `Ok(0)`
+/// (`cvt_wait`). The selector below and the benchmark floor (`floor.rs`) both use it.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
+    // SAFETY: `fds` is a valid array of `fds.len()` initialised pollfds the kernel reads and
+    // writes (`revents`) only inside its bounds.
+    cvt_wait(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) })
+}
+
 /// A parked entry keeps its fd recoverable as `!fd` (negative, so `poll` skips it).
 fn real_fd(pfd: &libc::pollfd) -> RawFd {
     if pfd.fd < 0 {
@@ -132,16 +141,7 @@ impl Selector for PollSelector {
 
     fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
-        // SAFETY: `pollfds` is a valid array of `len` initialised pollfds the kernel reads and
-        // writes (`revents`) only inside its bounds.
-        let ready = cvt_wait(unsafe {
-            libc::poll(
-                self.pollfds.as_mut_ptr(),
-                self.pollfds.len() as libc::nfds_t,
-                to_millis(timeout),
-            )
-        })
-        .map_err(|e| {
+        let ready = poll(&mut self.pollfds, to_millis(timeout)).map_err(|e| {
             let hint = if e.raw_os_error() == Some(libc::EINVAL) {
                 " (more fds than RLIMIT_NOFILE?)"
             } else {

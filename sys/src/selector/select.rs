@@ -56,6 +56,36 @@ pub struct SelectSelector {
     nfds: usize,
 }
 
+/// The one `select(2)` call, on our own bit arrays (never `fd_set`): waits up to `timeout`
+/// (`None`: forever) for the fds below `nfds` whose bits are set in `read`/`write` (`None`:
+/// no such set), leaves only the ready bits set, and returns how many there are; EINTR is
+/// `Ok(0)` (`cvt_wait`). The selector below and the benchmark floor (`floor.rs`) both use it.
+///
+/// # Panics
+/// If a set has fewer than `ceil(nfds / BITS)` words: the kernel would read and write past it.
+pub(crate) fn select(
+    nfds: usize,
+    read: Option<&mut [Word]>,
+    write: Option<&mut [Word]>,
+    timeout: Option<&mut libc::timeval>,
+) -> io::Result<usize> {
+    let words = nfds.div_ceil(BITS);
+    let set = |s: Option<&mut [Word]>| {
+        s.map_or(std::ptr::null_mut(), |s| {
+            assert!(s.len() >= words, "select: a set shorter than nfds");
+            s.as_mut_ptr().cast::<libc::fd_set>()
+        })
+    };
+    let (rp, wp) = (set(read), set(write));
+    let tvp = timeout.map_or(std::ptr::null_mut(), |t| t as *mut libc::timeval);
+    // SAFETY: `rp`/`wp` are null or point at arrays of at least `ceil(nfds / BITS)` writable
+    // words (checked above), and the kernel reads and writes exactly that many for `nfds`
+    // (it never assumes a full fd_set: Linux reads `ceil(nfds / BITS)` longs, the BSDs and
+    // macOS `ceil(nfds / 32)` 32-bit masks, which is no more bytes). `tvp` is null or points
+    // at a live timeval.
+    cvt_wait(unsafe { libc::select(nfds as libc::c_int, rp, wp, std::ptr::null_mut(), tvp) })
+}
+
 impl SelectSelector {
     /// A growable select selector (backend `select`): fds at or above `FD_SETSIZE` work where
     /// the kernel allows it (Linux, the BSDs).
@@ -243,25 +273,14 @@ impl Selector for SelectSelector {
         self.read[..words].copy_from_slice(&self.want_read[..words]);
         self.write[..words].copy_from_slice(&self.want_write[..words]);
         let mut tv = to_timeval(timeout);
-        let tvp = tv
-            .as_mut()
-            .map_or(std::ptr::null_mut(), |t| t as *mut libc::timeval);
+        // Null sets when nothing is registered (the arrays hold at least FD_SETSIZE bits
+        // anyway, and `select` only reads `ceil(nfds / BITS)` words of them).
         let (rp, wp) = if words == 0 {
-            (std::ptr::null_mut(), std::ptr::null_mut())
+            (None, None)
         } else {
-            (
-                self.read.as_mut_ptr().cast::<libc::fd_set>(),
-                self.write.as_mut_ptr().cast::<libc::fd_set>(),
-            )
+            (Some(&mut self.read[..]), Some(&mut self.write[..]))
         };
-        // SAFETY: `rp`/`wp` point at arrays of `words = ceil(nfds / BITS)` writable words,
-        // and the kernel reads and writes exactly that many for `nfds` (it never assumes a
-        // full fd_set; on strict mode and macOS `nfds <= FD_SETSIZE` and the arrays are at
-        // least FD_SETSIZE bits). The pointers are null when nothing is registered. `tvp` is
-        // null or points at a live timeval.
-        let r =
-            unsafe { libc::select(self.nfds as libc::c_int, rp, wp, std::ptr::null_mut(), tvp) };
-        let n = match cvt_wait(r) {
+        let n = match select(self.nfds, rp, wp, tv.as_mut()) {
             Ok(n) => n,
             Err(e) if e.raw_os_error() == Some(libc::EBADF) => {
                 self.evict_closed(events);
