@@ -297,7 +297,10 @@ impl<F: Family> Socket<F> {
 
     /// One datagram from the connected peer: `(bytes in buf, truncated)`.
     pub(crate) async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
-        let got = self.io.read_with(|fd| sys::recv_datagram(fd.as_fd(), buf)).await?;
+        let got = self
+            .io
+            .read_with(|fd| sys::recv_datagram(fd.as_fd(), buf))
+            .await?;
         Ok((got.len, got.truncated))
     }
 

@@ -463,9 +463,7 @@ impl UnixDatagram {
     /// # Errors
     /// `EMFILE`/`ENFILE`.
     pub fn unbound() -> io::Result<UnixDatagram> {
-        Ok(UnixDatagram::from_fd(sys::unix_socket(
-            SockType::Datagram,
-        )?))
+        Ok(UnixDatagram::from_fd(sys::unix_socket(SockType::Datagram)?))
     }
 
     /// A connected pair of unnamed datagram sockets.
