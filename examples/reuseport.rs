@@ -24,7 +24,7 @@
 //! Compare: nginx's `reuseport` listen option and its one-process-per-core workers; libuv's
 //! `UV_TCP_REUSEPORT`; the one-loop-per-thread ("thread-per-core") design of Seastar and
 //! glommio; asyncio's `create_server(reuse_port=True)` run in several processes. Read next:
-//! `src/net/tcp.rs` (`ListenOptions`), `src/remote.rs`, `cargo run --example threadsafe`.
+//! `src/net/tcp.rs` (`ListenOptions`), `src/reactor/remote.rs`, `cargo run --example threadsafe`.
 
 use std::cell::Cell;
 use std::io::{self, Read};

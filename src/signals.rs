@@ -56,8 +56,8 @@ use std::task::{Context, Poll, Waker};
 
 use evloop_sys::signal::SignalPipe;
 
-use crate::event_loop::Inner;
-use crate::EventLoop;
+use crate::reactor::EventLoop;
+use crate::reactor::Inner;
 
 pub use evloop_sys::signal::{
     SIGALRM, SIGCHLD, SIGHUP, SIGINT, SIGPIPE, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
@@ -320,7 +320,7 @@ pub struct Signal {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn signal(sig: i32) -> io::Result<Signal> {
-    let event_loop = crate::try_current().ok_or_else(|| {
+    let event_loop = crate::reactor::try_current().ok_or_else(|| {
         io::Error::other(
             "signal: no event loop is running on this thread (call it from a task, or use \
              Signal::new(&event_loop, sig))",

@@ -5,7 +5,7 @@
 //! - every backticked repository path (`src/…`, `sys/…`, `tests/…`, `examples/…`, `benches/…`,
 //!   `docs/…`) exists;
 //! - on the **Code** and **Tests** pointer lines, every item named after a path
-//!   (`` `src/registry.rs` `Registry::flush` ``) is found in that file as an identifier: the
+//!   (`` `src/reactor/registry.rs` `Registry::flush` ``) is found in that file as an identifier: the
 //!   last segment of the item's name (`flush`), as a whole word, in the code outside `//`
 //!   comments (a name that only a comment mentions does not count);
 //! - every `cargo run --example NAME` names an example that exists, so a page cannot promise
@@ -403,7 +403,7 @@ fn the_checker_catches_drift() {
     let root = root();
     let page = "# Fake\n\
         \n\
-        **Code**: `src/registry.rs` `Registry::flush`, `Registry::no_such_item`\n\
+        **Code**: `src/reactor/registry.rs` `Registry::flush`, `Registry::no_such_item`\n\
         - `Registry::dispatch`, on a continuation line, is looked up in the same file\n\
         **Tests**: `tests/no_such_file.rs` `anything`\n\
         **Example**: `cargo run --example no_such_example`\n\

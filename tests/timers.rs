@@ -1,6 +1,6 @@
 //! Timers on the real loop, every backend: never early (real clock, "not early" only),
 //! no sub-millisecond spin, FIFO ties, past and huge deadlines, cancellation.
-//! Exact ordering of the heap itself is unit-tested with a virtual clock in `src/timers.rs`.
+//! Exact ordering of the heap itself is unit-tested with a virtual clock in `src/reactor/timers.rs`.
 
 mod common;
 

@@ -51,11 +51,11 @@ impl AcceptPolicy {
         socket: &Socket<F>,
     ) -> io::Result<(OwnedFd, F::Addr)> {
         if let Some(until) = self.paused_until.take() {
-            crate::sleep_until(until).await;
+            crate::task::sleep_until(until).await;
         }
         if self.burst.get() >= MAX_ACCEPTS_PER_YIELD {
             self.burst.set(0);
-            crate::yield_now().await;
+            crate::task::yield_now().await;
         }
         let mut retries = 0;
         loop {

@@ -2,7 +2,7 @@
 //! "try the syscall; on `WouldBlock` await readiness" ([`Async::read_with`]).
 //!
 //! Layer: the first thing above the reactor's readers and writers (`add_reader`,
-//! `add_writer`, `src/event_loop.rs`); `tcp.rs` is built on it, and so can a pipe, a tty,
+//! `add_writer`, `src/reactor/event_loop.rs`); `tcp.rs` is built on it, and so can a pipe, a tty,
 //! inotify or a user's own socket type be. Its counterparts: smol's `async_io::Async`,
 //! tokio's `AsyncFd`; in asyncio, `sock_recv` and friends (`_sock_recv` registers a reader
 //! on `BlockingIOError`, the reader retries).
@@ -45,7 +45,7 @@ use std::task::{Context, Poll, Waker};
 
 use evloop_sys::fd::{probe, set_nonblocking, FdKind};
 
-use crate::{EventLoop, WeakEventLoop};
+use crate::reactor::{EventLoop, WeakEventLoop};
 
 /// Which readiness a wait is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl State {
                 ))
             });
         }
-        let event_loop = crate::try_current().ok_or_else(|| {
+        let event_loop = crate::reactor::try_current().ok_or_else(|| {
             io::Error::other(format!(
                 "Async(fd {}): waited on outside a running event loop; await it in a task, \
                  or make the wrapper with Async::with_loop",
@@ -268,7 +268,7 @@ impl<T: AsFd> Async<T> {
     /// be watched; use [`to_thread`](crate::to_thread)); `EBADF` if the fd is not open; the
     /// error of `fcntl` setting `O_NONBLOCK`.
     pub fn new(io: T) -> io::Result<Async<T>> {
-        Async::make(crate::try_current().map(|lp| lp.downgrade()), io)
+        Async::make(crate::reactor::try_current().map(|lp| lp.downgrade()), io)
     }
 
     /// Wraps `io` for `event_loop`, which need not be running yet. As [`new`](Async::new).

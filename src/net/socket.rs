@@ -45,7 +45,7 @@ use evloop_sys::socket as sys;
 use evloop_sys::socket::{Received, UnixSocketAddr};
 
 use super::Async;
-use crate::WeakEventLoop;
+use crate::reactor::WeakEventLoop;
 
 /// The syscalls that take or give an address, the only ones that differ between address
 /// families. Everything else on a socket is the same call on the fd.
@@ -154,7 +154,7 @@ impl<F: Family> Socket<F> {
     /// Wraps a socket this crate made non-blocking, for the running loop (or, outside one,
     /// the loop that first waits on it).
     pub(crate) fn on_running_loop(fd: OwnedFd) -> Socket<F> {
-        Socket::from_nonblocking(crate::try_current().map(|lp| lp.downgrade()), fd)
+        Socket::from_nonblocking(crate::reactor::try_current().map(|lp| lp.downgrade()), fd)
     }
 
     /// Wraps a listening socket made elsewhere (or bound here): as [`Async::new`], it is

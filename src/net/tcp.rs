@@ -77,7 +77,7 @@ pub async fn resolve(host: &str) -> io::Result<Vec<SocketAddr>> {
         return Ok(vec![addr]);
     }
     let host = host.to_owned();
-    let addrs = crate::to_thread(move || {
+    let addrs = crate::task::to_thread(move || {
         host.to_socket_addrs()
             .map(|it| it.collect::<Vec<_>>())
             .map_err(|e| io::Error::new(e.kind(), format!("resolving {host:?}: {e}")))

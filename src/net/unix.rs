@@ -268,7 +268,7 @@ impl UnixStream {
                 Ok(false) => break,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Full backlog: nothing on our fd will say when to retry.
-                    crate::sleep(backoff).await;
+                    crate::task::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_CONNECT_BACKOFF);
                 }
                 Err(e) => return Err(e),

@@ -477,7 +477,7 @@ pub mod mpsc {
         #[track_caller]
         pub fn send_blocking(&self, item: T) -> Result<(), SendError<T>> {
             assert!(
-                crate::try_current().is_none(),
+                crate::reactor::try_current().is_none(),
                 "mpsc::Sender::send_blocking called on a thread running an event loop: it would \
                  block the loop; use `send(item).await` in a task, or try_send"
             );

@@ -1,8 +1,8 @@
 //! Tasks: a [`Task`] drives a Rust `Future` one step at a time, each step scheduled on the
 //! loop's ready deque exactly like a `call_soon` callback (asyncio's `Task.__step`).
 //!
-//! Layer: the task layer, on the reactor: a task is a *runnable* (`src/runnable.rs`) kept in
-//! the loop's slab, its steps are `Ready::Step` entries of the ready deque (`src/ready.rs`), and
+//! Layer: the task layer, on the reactor: a task is a *runnable* (`src/reactor/runnable.rs`) kept in
+//! the loop's slab, its steps are `Ready::Step` entries of the ready deque (`src/reactor/ready.rs`), and
 //! its waker (`waker.rs`) wakes it by key. The reactor knows nothing of futures. Read
 //! `waker.rs` next, then `run.rs` (spawn and `run_until_complete`), `promise.rs`, `time.rs`.
 //!
@@ -31,11 +31,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use super::waker::TaskWaker;
-use crate::event_loop::{find_loop, Inner};
-use crate::ready::Ready;
-use crate::runnable::{Abandoned, Key, Runnable};
-use crate::trace;
-use crate::EventLoop;
+use crate::reactor::trace;
+use crate::reactor::EventLoop;
+use crate::reactor::Ready;
+use crate::reactor::{find_loop, Inner};
+use crate::reactor::{Abandoned, Key, Runnable};
 
 /// Why a task did not produce its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl fmt::Display for TaskError {
 
 impl std::error::Error for TaskError {}
 
-pub(crate) use crate::diagnostics::panic_message;
+pub(crate) use crate::reactor::panic_message;
 
 // ---------------------------------------------------------------------------------------
 // The task cell
@@ -197,7 +197,7 @@ impl<F: Future + 'static> TaskCell<F> {
 
     fn report(&self, event_loop: &EventLoop, message: String) {
         let h = &self.header;
-        event_loop.report_exception(&crate::ExceptionContext {
+        event_loop.report_exception(&crate::reactor::ExceptionContext {
             message,
             task_name: h.name.borrow().clone(),
             location: Some(h.location),
@@ -233,12 +233,12 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
         drop(waker_slot);
         h.steps.set(h.steps.get() + 1);
         if event_loop.inner.trace_on() {
-            trace::task_step(
-                event_loop,
+            event_loop.inner.emit(trace::task_step(
+                event_loop.iteration(),
                 &self.label(),
                 h.steps.get(),
                 polled_outcome(&polled),
-            );
+            ));
         }
         match polled {
             Ok(Poll::Ready(value)) => self.finish(event_loop, Ok(value)),
@@ -459,7 +459,7 @@ impl<T> Drop for Task<T> {
         h.detached.set(true);
         if let Some(msg) = self.cell.take_unretrieved_panic() {
             if let Some(inner) = self.event_loop.upgrade() {
-                EventLoop { inner }.report_exception(&crate::ExceptionContext {
+                EventLoop { inner }.report_exception(&crate::reactor::ExceptionContext {
                     message: format!("task exception was never retrieved: {msg}"),
                     task_name: h.name.borrow().clone(),
                     location: Some(h.location),

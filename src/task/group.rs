@@ -122,7 +122,7 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
         F: Future<Output = Result<T, E>> + 'static,
     {
         let location = Location::caller();
-        let event_loop = crate::current();
+        let event_loop = crate::reactor::current();
         let index = self.shared.tasks.borrow().len();
         let shared = self.shared.clone();
         let member = async move {

@@ -24,8 +24,8 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use crate::event_loop::Inner;
-use crate::EventLoop;
+use crate::reactor::EventLoop;
+use crate::reactor::Inner;
 
 /// Why a promise holds no value.
 #[derive(Clone)]
@@ -123,7 +123,8 @@ impl<T: 'static> Default for Promise<T> {
 impl<T: 'static> Promise<T> {
     /// A pending promise, bound to the running loop if there is one.
     pub fn new() -> Promise<T> {
-        let bound = crate::try_current().map_or_else(Weak::new, |l| Rc::downgrade(&l.inner));
+        let bound =
+            crate::reactor::try_current().map_or_else(Weak::new, |l| Rc::downgrade(&l.inner));
         Promise::bound(bound)
     }
 
@@ -183,7 +184,7 @@ impl<T: 'static> Promise<T> {
     #[track_caller]
     pub fn add_done_callback(&self, callback: impl FnOnce(&Promise<T>) + 'static) {
         if self.inner.event_loop.borrow().upgrade().is_none() {
-            let current = crate::try_current().unwrap_or_else(|| {
+            let current = crate::reactor::try_current().unwrap_or_else(|| {
                 panic!(
                     "Promise::add_done_callback: the promise is bound to no event loop and none \
                      is running; create it with EventLoop::create_promise"

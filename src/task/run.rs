@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use super::core::{spawn_on, Task};
 use super::waker::MainWaker;
-use crate::diagnostics::{Diagnostic, DiagnosticKind};
-use crate::EventLoop;
+use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::reactor::EventLoop;
 
 impl EventLoop {
     /// Runs the loop until `future` completes, and returns its output (asyncio's

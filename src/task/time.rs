@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::promise::Promise;
-use crate::{TimerHandle, MAX_DELAY};
+use crate::reactor::{TimerHandle, MAX_DELAY};
 
 /// The future of [`sleep`] and [`sleep_until`].
 pub struct Sleep {
@@ -72,7 +72,7 @@ impl Future for Sleep {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if self.armed.is_none() {
-            let event_loop = crate::current();
+            let event_loop = crate::reactor::current();
             let promise: Promise<()> = event_loop.create_promise();
             let p = promise.clone();
             // The timer's callback resolves the promise; the promise wakes the task.

@@ -1,8 +1,8 @@
 //! Wakers: how a task (or the future `run_until_complete` drives) is woken, from this thread
 //! or any other, without an allocation per wake.
 //!
-//! Layer: the task layer, on the reactor's runnables (`src/runnable.rs`) and its cross-thread
-//! queue (`src/remote.rs`). Read `core.rs` first (the task cell a waker wakes), then this.
+//! Layer: the task layer, on the reactor's runnables (`src/reactor/runnable.rs`) and its cross-thread
+//! queue (`src/reactor/remote.rs`). Read `core.rs` first (the task cell a waker wakes), then this.
 //!
 //! ```text
 //!  TaskWaker { key, owner thread, the loop's Remote }        Send + Sync (std::task::Wake)
@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::task::Wake;
 use std::thread::ThreadId;
 
-use crate::event_loop::find_loop;
-use crate::remote::Shared;
-use crate::runnable::Key;
+use crate::reactor::find_loop;
+use crate::reactor::Key;
+use crate::reactor::Shared;
 
 /// The waker of one task: its key, the loop's thread, the loop's cross-thread queue.
 pub(crate) struct TaskWaker {

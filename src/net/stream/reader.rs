@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn reads_match_a_reference_model_over_random_pieces() {
-        let event_loop = crate::EventLoop::new().unwrap();
+        let event_loop = crate::reactor::EventLoop::new().unwrap();
         let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
         for _ in 0..1000 {
             // Random lines, some over the limit; the stream may end without a newline.

@@ -28,9 +28,10 @@ use std::rc::Rc;
 
 use super::{split, StreamReader, StreamWriter};
 use crate::net::{TcpListener, TcpStream};
-use crate::task::core::panic_message;
+use crate::reactor::panic_message;
+use crate::reactor::ExceptionContext;
 use crate::task::sync::Event;
-use crate::{ExceptionContext, Task};
+use crate::task::Task;
 
 /// What a [`Server`], its accept task and its handler tasks share (no task handles: the
 /// accept task holds this, so holding the task here would make a cycle).
@@ -55,7 +56,7 @@ impl Tracker {
     }
 
     fn report(&self, message: String) {
-        if let Some(event_loop) = crate::try_current() {
+        if let Some(event_loop) = crate::reactor::try_current() {
             event_loop.report_exception(&ExceptionContext {
                 message,
                 task_name: None,
@@ -174,7 +175,7 @@ impl Server {
         H: Fn(StreamReader<TcpStream>, StreamWriter<TcpStream>) -> F + 'static,
         F: Future<Output = io::Result<()>> + 'static,
     {
-        let event_loop = crate::try_current()
+        let event_loop = crate::reactor::try_current()
             .ok_or_else(|| io::Error::other("start_server outside a running event loop"))?;
         let local_addr = listener.local_addr()?;
         let tracker = Rc::new(Tracker {
@@ -282,7 +283,7 @@ where
                         break;
                     }
                 };
-                let task = crate::spawn(async move {
+                let task = crate::task::spawn(async move {
                     let active = active;
                     if let Err(e) = future.await {
                         active

@@ -170,7 +170,7 @@ impl<S: StreamSocket> StreamWriter<S> {
             return Ok(());
         }
         if !st.flusher_running {
-            let event_loop = crate::try_current().ok_or_else(|| {
+            let event_loop = crate::reactor::try_current().ok_or_else(|| {
                 io::Error::other("StreamWriter::write outside a running event loop")
             })?;
             st.flusher_running = true;

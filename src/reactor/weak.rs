@@ -9,8 +9,8 @@
 use std::fmt;
 use std::rc::{Rc, Weak};
 
-use crate::event_loop::Inner;
-use crate::EventLoop;
+use crate::reactor::event_loop::Inner;
+use crate::reactor::EventLoop;
 
 /// A non-owning handle to an [`EventLoop`] (from [`EventLoop::downgrade`]): it does not keep
 /// the loop alive, and [`upgrade`](WeakEventLoop::upgrade) gives the loop back while some

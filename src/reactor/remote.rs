@@ -28,9 +28,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use evloop_sys::Waker;
 
-use crate::ready::RemoteCallback;
-use crate::runnable::Key;
-use crate::{EventLoop, LoopClosed};
+use crate::reactor::ready::RemoteCallback;
+use crate::reactor::runnable::Key;
+use crate::reactor::EventLoop;
 
 /// What other threads send: a closure to run, or a task to wake.
 pub(crate) enum RemoteItem {
@@ -170,3 +170,15 @@ impl fmt::Debug for Remote {
             .finish()
     }
 }
+
+/// The error of sending to a loop that was closed or dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopClosed;
+
+impl fmt::Display for LoopClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the event loop is closed (or was dropped); the callback was not scheduled")
+    }
+}
+
+impl std::error::Error for LoopClosed {}

@@ -24,9 +24,9 @@ use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::handle::Callback;
-use crate::runnable::Runnable;
-use crate::EventLoop;
+use crate::reactor::handle::Callback;
+use crate::reactor::runnable::Runnable;
+use crate::reactor::EventLoop;
 
 /// A closure sent from another thread, with where it was sent from.
 pub(crate) struct RemoteCallback {

@@ -5,7 +5,7 @@
 //! Layer: reactor. The loop builds a record where something happens (`trace.rs` for the
 //! narration of trace mode, `iteration.rs` for debug mode's stopwatch, `event_loop.rs` for
 //! close and the exception handler's default) and hands it to `Inner::emit`; the sink is
-//! the handler set with [`EventLoop::set_diagnostics_handler`](crate::EventLoop::set_diagnostics_handler), or by default a line on
+//! the handler set with [`EventLoop::set_diagnostics_handler`](crate::reactor::EventLoop::set_diagnostics_handler), or by default a line on
 //! stderr (the `Display` of the record). An embedder routes the records into its own logging;
 //! a test collects them. Nothing is built when the corresponding mode is off: trace and debug
 //! records cost one flag test each on the hot paths.
@@ -62,7 +62,7 @@ pub enum DiagnosticKind {
     /// Trace mode's narration (`EVLOOP_TRACE=1` or [`EventLoop::set_trace`]): one record per
     /// step of each iteration, and one per task step and wake-up.
     ///
-    /// [`EventLoop::set_trace`]: crate::EventLoop::set_trace
+    /// [`EventLoop::set_trace`]: crate::reactor::EventLoop::set_trace
     Trace,
     /// Debug mode: a callback or task step ran longer than the slow-callback threshold.
     SlowCallback,
@@ -150,5 +150,30 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
         s.clone()
     } else {
         "a panic with a non-string payload".to_string()
+    }
+}
+
+/// What went wrong where nobody could be told directly: passed to the loop's exception
+/// handler ([`EventLoop::set_exception_handler`](crate::EventLoop::set_exception_handler)).
+#[derive(Debug, Clone)]
+pub struct ExceptionContext {
+    /// What happened.
+    pub message: String,
+    /// The task's name, if a named task is concerned.
+    pub task_name: Option<String>,
+    /// Where the task or callback concerned was created.
+    pub location: Option<&'static std::panic::Location<'static>>,
+}
+
+impl fmt::Display for ExceptionContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(name) = &self.task_name {
+            write!(f, " (task {name})")?;
+        }
+        if let Some(location) = self.location {
+            write!(f, " (spawned at {location})")?;
+        }
+        Ok(())
     }
 }

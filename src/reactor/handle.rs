@@ -25,7 +25,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::EventLoop;
+use crate::reactor::EventLoop;
 
 /// Where a cell is in its life; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,16 +8,16 @@
 
 use std::io;
 
-use crate::diagnostics::{panic_message, Diagnostic, DiagnosticKind};
-use crate::event_loop::Inner;
-use crate::ready::Ready;
-use crate::runnable::Abandoned;
-use crate::{EventLoop, ExceptionContext};
+use crate::reactor::diagnostics::{panic_message, Diagnostic, DiagnosticKind};
+use crate::reactor::event_loop::Inner;
+use crate::reactor::ready::Ready;
+use crate::reactor::runnable::Abandoned;
+use crate::reactor::{EventLoop, ExceptionContext};
 
 impl EventLoop {
     /// Closes the loop: drops every pending task, callback, timer, reader and writer (on this
-    /// thread), closes the selector's and the waker's fds, and makes every [`Remote`](crate::Remote) fail.
-    /// A [`Handle`](crate::Handle) or [`TimerHandle`](crate::TimerHandle) still held becomes inert (cancelled) and its closure is
+    /// thread), closes the selector's and the waker's fds, and makes every [`Remote`](crate::reactor::Remote) fail.
+    /// A [`Handle`](crate::reactor::Handle) or [`TimerHandle`](crate::reactor::TimerHandle) still held becomes inert (cancelled) and its closure is
     /// released now. Idempotent. Afterwards `call_*` and `spawn` panic, `add_*` and `run_*`
     /// fail, `remove_*` return `false`. Dropping the last clone of a loop closes it too.
     ///
@@ -151,6 +151,6 @@ impl Drop for Inner {
                 close_panic_message(&msg),
             ));
         }
-        crate::event_loop::forget_loop(self.id);
+        crate::reactor::event_loop::forget_loop(self.id);
     }
 }

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use evloop_sys::{Events, FdMap, Interest, Selector};
 
-use crate::ready::{IoWatcher, Ready};
+use crate::reactor::ready::{IoWatcher, Ready};
 
 /// One watched fd.
 #[derive(Default)]

@@ -16,11 +16,11 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::event_loop::{closed_error, MAX_DELAY};
-use crate::handle::{Handle, Once, State, TimerHandle};
-use crate::ready::{IoWatcher, Ready};
-use crate::registry::Side;
-use crate::EventLoop;
+use crate::reactor::event_loop::{closed_error, MAX_DELAY};
+use crate::reactor::handle::{Handle, Once, State, TimerHandle};
+use crate::reactor::ready::{IoWatcher, Ready};
+use crate::reactor::registry::Side;
+use crate::reactor::EventLoop;
 
 impl EventLoop {
     /// Schedules `callback` to run once, on a later pass of the loop, in FIFO order with

@@ -21,8 +21,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::handle::{Callback, State, TimerCounters};
-use crate::ready::Ready;
+use crate::reactor::handle::{Callback, State, TimerCounters};
+use crate::reactor::ready::Ready;
 
 /// Below this many entries the heap is never compacted (asyncio uses 100).
 pub(crate) const COMPACT_MIN: usize = 100;
@@ -148,7 +148,7 @@ impl Timers {
             let d = Duration::from_nanos(key - BIAS);
             self.epoch
                 .checked_add(d)
-                .unwrap_or(self.epoch + crate::MAX_DELAY)
+                .unwrap_or(self.epoch + crate::reactor::MAX_DELAY)
         } else {
             let d = Duration::from_nanos(BIAS - key);
             self.epoch.checked_sub(d).unwrap_or(self.epoch)
@@ -255,7 +255,7 @@ impl Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handle::{Once, TimerHandle};
+    use crate::reactor::handle::{Once, TimerHandle};
     use std::cell::RefCell;
     use std::panic::Location;
     use std::time::Duration;

@@ -15,8 +15,8 @@
 //!   ([`Harness`](harness::Harness)): applying one operation to both, and what the model
 //!   predicts for it.
 //! - `checks.rs`: the comparisons made after every operation and after every flush.
-//! - `generate.rs`: the operations ([`Op`](generate::Op)), the seeded generator, the
-//!   "remove before close" rule, running the seeds, shrinking a failure and the coverage
+//! - `ops.rs`: the operations a sequence is made of ([`Op`](ops::Op)).
+//! - `generate.rs`: the seeded generator, the "remove before close" rule, running the seeds, shrinking a failure and the coverage
 //!   guard.
 //! - `tests.rs`: the `#[test]` functions: the two seeded runs and scripted sequences.
 //!
@@ -128,6 +128,7 @@ use super::Side;
 mod checks;
 mod generate;
 mod harness;
+mod ops;
 mod tests;
 mod world;
 

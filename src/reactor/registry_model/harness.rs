@@ -20,11 +20,11 @@ use std::time::Duration;
 
 use evloop_sys::{Event, Interest};
 
-use super::generate::{Op, Target};
+use super::ops::{Op, Target};
 use super::world::{lock, waker_event, Call, FakeSelector, Flavour, Readiness, World};
 use super::{interest_of, ix, si, side_name, slot, FileId, Side, FDS, NFD, WAKER};
-use crate::ready::{IoCallback, IoWatcher, Ready};
-use crate::registry::Registry;
+use crate::reactor::ready::{IoCallback, IoWatcher, Ready};
+use crate::reactor::registry::Registry;
 
 /// What a watcher was created for, to name it in messages.
 struct Label {

@@ -1,10 +1,11 @@
 //! Trace mode's narration: one record per step of each iteration, and one per task step and
-//! wake-up (`EVLOOP_TRACE=1`, or [`EventLoop::set_trace`](crate::EventLoop::set_trace)).
+//! wake-up (`EVLOOP_TRACE=1`, or [`EventLoop::set_trace`](crate::reactor::EventLoop::set_trace)).
 //!
-//! Layer: reactor, beside `iteration.rs`. Each function here turns what a step did into a
-//! [`Diagnostic`] of kind `Trace` and hands it to the loop's sink (`diagnostics.rs`); the steps
-//! call them only when trace mode is on, so a loop that does not trace formats nothing. Kept
-//! out of `iteration.rs` so that the six steps read as the six steps.
+//! Layer: reactor, beside `iteration.rs`, on `diagnostics.rs` alone. Each function here turns
+//! what a step did into a [`Diagnostic`] of kind `Trace`; the caller hands it to the loop's
+//! sink (`Inner::emit`). The steps call them only when trace mode is on, so a loop that does
+//! not trace formats nothing. Kept out of `iteration.rs` so that the six steps read as the
+//! six steps.
 //!
 //! The default sink prints lines of this shape (here an iteration that slept until a timer
 //! and a readable fd; run any example with `EVLOOP_TRACE=1` to see real ones):
@@ -21,38 +22,35 @@ use std::time::Duration;
 
 use evloop_sys::{Backend, Event};
 
-use crate::diagnostics::{Diagnostic, DiagnosticKind, Step};
-use crate::event_loop::Inner;
-use crate::EventLoop;
+use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind, Step};
 
 /// Step 1: how many interest changes the flush made (said only when there were some).
-pub(crate) fn flush(inner: &Inner, iteration: u64, changes: usize) {
-    if changes > 0 {
-        inner.emit(Diagnostic::step(
+pub(crate) fn flush(iteration: u64, changes: usize) -> Option<Diagnostic> {
+    (changes > 0).then(|| {
+        Diagnostic::step(
             iteration,
             Step::Flush,
             format!("flush: {changes} interest change(s)"),
-        ));
-    }
+        )
+    })
 }
 
 /// Step 2: the timeout chosen, and why.
-pub(crate) fn timeout(inner: &Inner, iteration: u64, timeout: Option<Duration>, why: &str) {
+pub(crate) fn timeout(iteration: u64, timeout: Option<Duration>, why: &str) -> Diagnostic {
     let message = match timeout {
         Some(t) => format!("timeout {t:?} ({why})"),
         None => format!("timeout none ({why})"),
     };
-    inner.emit(Diagnostic::step(iteration, Step::Timeout, message));
+    Diagnostic::step(iteration, Step::Timeout, message)
 }
 
 /// Step 3: what the selector reported, and how long it blocked.
 pub(crate) fn wait(
-    inner: &Inner,
     iteration: u64,
     backend: Backend,
     events: &[Event],
     blocked: Duration,
-) {
+) -> Diagnostic {
     let list: Vec<String> = events.iter().map(describe_event).collect();
     let mut d = Diagnostic::step(
         iteration,
@@ -67,7 +65,7 @@ pub(crate) fn wait(
     if let [one] = events {
         d.fd = Some(one.fd);
     }
-    inner.emit(d);
+    d
 }
 
 /// `fd 5 R`, `fd 7 RW (err/hup)`...
@@ -87,53 +85,48 @@ fn describe_event(e: &Event) -> String {
 }
 
 /// Step 4: callbacks queued by I/O, and by the waker (threadsafe callbacks moved in).
-pub(crate) fn dispatch(inner: &Inner, iteration: u64, queued: usize, woken: Option<usize>) {
+pub(crate) fn dispatch(iteration: u64, queued: usize, woken: Option<usize>) -> Diagnostic {
     let remote = match woken {
         Some(moved) => format!(", woken: {moved} threadsafe callback(s)"),
         None => String::new(),
     };
-    inner.emit(Diagnostic::step(
+    Diagnostic::step(
         iteration,
         Step::Dispatch,
         format!("queued {queued} I/O callback(s){remote}"),
-    ));
+    )
 }
 
 /// Step 5: timers fired (said only when some did).
-pub(crate) fn timers(inner: &Inner, iteration: u64, fired: usize) {
-    if fired > 0 {
-        inner.emit(Diagnostic::step(
-            iteration,
-            Step::Timers,
-            format!("{fired} timer(s) fired"),
-        ));
-    }
+pub(crate) fn timers(iteration: u64, fired: usize) -> Option<Diagnostic> {
+    (fired > 0)
+        .then(|| Diagnostic::step(iteration, Step::Timers, format!("{fired} timer(s) fired")))
 }
 
 /// Step 6: entries run and entries skipped because they were cancelled.
-pub(crate) fn ran(inner: &Inner, iteration: u64, ran: u64, skipped: u64) {
-    inner.emit(Diagnostic::step(
+pub(crate) fn ran(iteration: u64, ran: u64, skipped: u64) -> Diagnostic {
+    Diagnostic::step(
         iteration,
         Step::Run,
         format!("ran {ran} callback(s), skipped {skipped} cancelled"),
-    ));
+    )
 }
 
 /// A task's step, numbered, and what its poll returned.
-pub(crate) fn task_step(event_loop: &EventLoop, label: &str, step: u32, outcome: &str) {
-    event_loop.inner.emit(Diagnostic::new(
+pub(crate) fn task_step(iteration: u64, label: &str, step: u32, outcome: &str) -> Diagnostic {
+    Diagnostic::new(
         DiagnosticKind::Trace,
-        event_loop.iteration(),
+        iteration,
         format!("task {label} step {step}: {outcome}"),
-    ));
+    )
 }
 
 /// A wake-up of a runnable (a task), from this thread or another, and whether it queued a
 /// step or found one queued already.
-pub(crate) fn woken(inner: &Inner, label: &str, from_thread: bool, queued: bool) {
-    inner.emit(Diagnostic::new(
+pub(crate) fn woken(iteration: u64, label: &str, from_thread: bool, queued: bool) -> Diagnostic {
+    Diagnostic::new(
         DiagnosticKind::Trace,
-        inner.iteration(),
+        iteration,
         format!(
             "task {label} woken{}: {}",
             if from_thread {
@@ -147,5 +140,5 @@ pub(crate) fn woken(inner: &Inner, label: &str, from_thread: bool, queued: bool)
                 "a step is already queued (coalesced)"
             }
         ),
-    ));
+    )
 }

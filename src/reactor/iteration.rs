@@ -27,12 +27,12 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::diagnostics::{Diagnostic, DiagnosticKind};
-use crate::event_loop::{bump, closed_error};
-use crate::ready::Ready;
-use crate::remote::RemoteItem;
-use crate::trace;
-use crate::EventLoop;
+use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::reactor::event_loop::{bump, closed_error};
+use crate::reactor::ready::Ready;
+use crate::reactor::remote::RemoteItem;
+use crate::reactor::trace;
+use crate::reactor::EventLoop;
 
 impl EventLoop {
     /// One iteration: the six steps. `nowait` polls without blocking (`run_nowait`).
@@ -57,7 +57,9 @@ impl EventLoop {
         let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
         let changes = registry.flush(&mut inner.ready.borrow_mut());
         if inner.trace.get() {
-            trace::flush(inner, iteration, changes);
+            if let Some(d) = trace::flush(iteration, changes) {
+                inner.emit(d);
+            }
         }
         Ok(())
     }
@@ -82,7 +84,7 @@ impl EventLoop {
             }
         };
         if inner.trace.get() {
-            trace::timeout(inner, iteration, timeout, why);
+            inner.emit(trace::timeout(iteration, timeout, why));
         }
         timeout
     }
@@ -106,7 +108,7 @@ impl EventLoop {
         stats.time_blocked.set(stats.time_blocked.get() + blocked);
         if inner.trace.get() {
             let events: Vec<_> = registry.events().iter().copied().collect();
-            trace::wait(inner, iteration, inner.backend, &events, blocked);
+            inner.emit(trace::wait(iteration, inner.backend, &events, blocked));
         }
         Ok(after)
     }
@@ -124,7 +126,7 @@ impl EventLoop {
         bump(&inner.stats.events, dispatched.events as u64);
         let moved = dispatched.woken.then(|| self.take_remote());
         if inner.trace.get() {
-            trace::dispatch(inner, iteration, dispatched.queued, moved);
+            inner.emit(trace::dispatch(iteration, dispatched.queued, moved));
         }
         Ok(())
     }
@@ -146,7 +148,9 @@ impl EventLoop {
         };
         bump(&inner.stats.timers_fired, fired as u64);
         if inner.trace.get() {
-            trace::timers(inner, iteration, fired);
+            if let Some(d) = trace::timers(iteration, fired) {
+                inner.emit(d);
+            }
         }
     }
 
@@ -178,7 +182,7 @@ impl EventLoop {
             }
         }
         if inner.trace.get() {
-            trace::ran(inner, iteration, ran, skipped);
+            inner.emit(trace::ran(iteration, ran, skipped));
         }
     }
 

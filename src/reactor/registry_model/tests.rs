@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use evloop_sys::{Events, Interest, Selector};
 
-use super::generate::{run_model, Op, Target};
+use super::generate::run_model;
 use super::harness::{Harness, Note};
+use super::ops::{Op, Target};
 use super::world::{lock, Call, FakeSelector, Flavour, Readiness, World};
 use super::Side;
 

@@ -34,15 +34,14 @@ use std::time::{Duration, Instant};
 
 use evloop_sys::{new_selector, Backend};
 
-use crate::diagnostics::{self, Diagnostic, DiagnosticKind};
-use crate::ready::Ready;
-use crate::registry::Registry;
-use crate::remote::{Remote, RemoteItem, Shared};
-use crate::runnable::{Key, LoopId, Runnable, Runnables};
-use crate::timers::Timers;
-use crate::trace;
-use crate::ExceptionContext;
-use crate::Stats;
+use crate::reactor::diagnostics::{self, Diagnostic, DiagnosticKind};
+use crate::reactor::ready::Ready;
+use crate::reactor::registry::Registry;
+use crate::reactor::remote::{Remote, RemoteItem, Shared};
+use crate::reactor::runnable::{Key, LoopId, Runnable, Runnables};
+use crate::reactor::timers::Timers;
+use crate::reactor::trace;
+use crate::reactor::ExceptionContext;
 
 /// The longest delay `call_later` (and `sleep`) keeps; longer ones are clamped to it (about
 /// 100 years: "never" in practice). `Instant + Duration` panics on overflow, so an unclamped
@@ -517,7 +516,12 @@ impl Inner {
         };
         let queued = runnable.try_queue();
         if self.trace.get() {
-            trace::woken(self, &runnable.label(), from_thread, queued);
+            self.emit(trace::woken(
+                self.iteration(),
+                &runnable.label(),
+                from_thread,
+                queued,
+            ));
         }
         if queued {
             self.ready.borrow_mut().push_back(Ready::Step(runnable));
@@ -609,4 +613,75 @@ pub(crate) fn running_loop() -> Option<EventLoop> {
     RUNNING
         .with(|r| r.borrow().as_ref().and_then(Weak::upgrade))
         .map(|inner| EventLoop { inner })
+}
+
+/// What a loop has done since it was created ([`EventLoop::stats`]), plus what it holds now.
+///
+/// Tests use it to check performance promises as behaviour (e.g. "removing and re-adding a
+/// reader within one iteration makes no interest change"); the benchmarks to count work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Iterations run (`run_once` steps 1–6).
+    pub iterations: u64,
+    /// Readiness events returned by the selector (the waker's included).
+    pub events: u64,
+    /// Entries run from the ready deque: `call_soon` callbacks, timers, readers, writers,
+    /// threadsafe callbacks and task steps.
+    pub callbacks_run: u64,
+    /// Queued entries skipped because they were cancelled before their turn.
+    pub cancelled_skipped: u64,
+    /// Timers moved to the ready deque because their deadline passed.
+    pub timers_fired: u64,
+    /// Timers cancelled before they fired.
+    pub timers_cancelled: u64,
+    /// Times the waker woke the loop (coalesced `call_soon_threadsafe`/`wake`).
+    pub wakeups: u64,
+    /// Time spent inside the selector's waits that could block (a zero-timeout poll is not
+    /// timed: it does not block, and timing it would cost two clock reads per iteration).
+    pub time_blocked: Duration,
+    /// Selector calls that changed the kernel's interest (register, modify, unregister, and
+    /// re-registrations that had to make a new registration). epoll's check for a reused fd
+    /// (`EPOLL_CTL_ADD` answered `EEXIST`) changes nothing and is not counted.
+    pub interest_changes: u64,
+    /// Entries in the ready deque now.
+    pub ready: usize,
+    /// Live timers now.
+    pub timers: usize,
+    /// fds with a reader or a writer now.
+    pub fds: usize,
+    /// Tasks spawned and not finished now.
+    pub tasks: usize,
+}
+
+/// The loop running on this thread.
+///
+/// # Panics
+/// Outside a running loop, with a message saying what to do (asyncio's
+/// `get_running_loop` raises `RuntimeError` the same way).
+///
+/// # Examples
+///
+/// ```
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.call_soon(|lp| {
+///     assert_eq!(evloop::current().backend(), lp.backend());
+///     lp.stop();
+/// });
+/// event_loop.run_forever()?;
+/// assert!(evloop::try_current().is_none());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[track_caller]
+pub fn current() -> EventLoop {
+    try_current().unwrap_or_else(|| {
+        panic!(
+            "evloop::current() called outside a running event loop: call it from a callback or \
+             a task, or pass the EventLoop explicitly"
+        )
+    })
+}
+
+/// The loop running on this thread, or `None`.
+pub fn try_current() -> Option<EventLoop> {
+    running_loop()
 }

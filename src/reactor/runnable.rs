@@ -21,7 +21,7 @@
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::EventLoop;
+use crate::reactor::EventLoop;
 
 /// A loop's number, unique in the process.
 pub(crate) type LoopId = u64;

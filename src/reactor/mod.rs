@@ -1,0 +1,49 @@
+//! The reactor: one thread, one selector, one FIFO ready deque, one timer heap. Everything
+//! above it (`task/`, `net/`, `signals.rs`) is built on what this folder exports; nothing in
+//! it knows of futures, sockets or signals.
+//!
+//! ```text
+//!  event_loop.rs   EventLoop and the state its clones share (Inner); run / stop / stats
+//!  iteration.rs    the six steps of one iteration, one function each
+//!  scheduling.rs   call_soon / call_later / call_at / add_reader / add_writer / remove_*
+//!  close.rs        close() and drop, panic-safe
+//!  ready.rs        the ready deque's entries: callbacks, I/O watchers, threadsafe calls,
+//!                  runnable steps
+//!  timers.rs       the 4-ary timer heap keyed (deadline, seq)
+//!  registry.rs     fd -> (reader, writer), batched interest; the only caller of the selector
+//!  remote.rs       call_soon_threadsafe: a mutexed queue and the waker
+//!  runnable.rs     what a task is to the reactor: a keyed, wakeable entry in a slab
+//!  handle.rs       Handle, TimerHandle: the callback cells behind them
+//!  diagnostics.rs  the sink every report goes through; trace.rs: trace mode's narration
+//!  weak.rs         WeakEventLoop
+//! ```
+//!
+//! Read `event_loop.rs`, then `iteration.rs`, then the parts in the order above. Data flows
+//! down: the scheduling verbs fill the deque, the heap and the registry; `iteration.rs` drains
+//! them through the selector (`evloop-sys`) and runs what is ready.
+
+mod close;
+pub mod diagnostics;
+mod event_loop;
+mod handle;
+mod iteration;
+mod ready;
+mod registry;
+mod remote;
+mod runnable;
+mod scheduling;
+mod timers;
+pub(crate) mod trace;
+mod weak;
+
+pub use diagnostics::{Diagnostic, DiagnosticKind, ExceptionContext};
+pub use event_loop::{current, try_current, EventLoop, Stats, DEFAULT_SLOW_CALLBACK, MAX_DELAY};
+pub use handle::{Handle, TimerHandle};
+pub use remote::{LoopClosed, Remote};
+pub use weak::WeakEventLoop;
+
+pub(crate) use diagnostics::panic_message;
+pub(crate) use event_loop::{find_loop, Inner};
+pub(crate) use ready::Ready;
+pub(crate) use remote::Shared;
+pub(crate) use runnable::{Abandoned, Key, Runnable};
