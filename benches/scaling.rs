@@ -365,7 +365,7 @@ fn make_fds(kind: FdKind, n: usize) -> io::Result<Fds> {
     match kind {
         FdKind::SockBoth => {
             for _ in 0..n / 2 {
-                let (a, b) = evloop::sys::fd::socketpair()?;
+                let (a, b) = evloop::sys::socket::socketpair()?;
                 // watcher 2k reads a (fed through b); watcher 2k+1 the reverse
                 rfd.extend([a.as_raw_fd(), b.as_raw_fd()]);
                 wfd.extend([b.as_raw_fd(), a.as_raw_fd()]);
@@ -377,7 +377,7 @@ fn make_fds(kind: FdKind, n: usize) -> io::Result<Fds> {
                 let (r, w) = if kind == FdKind::Pipe {
                     evloop::sys::fd::pipe()?
                 } else {
-                    evloop::sys::fd::socketpair()?
+                    evloop::sys::socket::socketpair()?
                 };
                 rfd.push(r.as_raw_fd());
                 wfd.push(w.as_raw_fd());

@@ -215,6 +215,33 @@ per_backend! {
         assert!(wait.to_string().starts_with(&format!("evloop[{}] 3 {backend}: ", wait.iteration)), "{wait}");
     }
 
+    fn a_diagnostics_handler_that_calls_into_the_loop_cannot_break_it(backend: Backend) {
+        // The contract says a handler must not call the loop; one that does (here: add_reader,
+        // which needs the registry the steps are holding) is contained: its panic is caught,
+        // the loop keeps running and keeps its state.
+        let lp = new_loop(backend);
+        let (_a, b) = pair();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&b);
+        let lp2 = lp.clone();
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let c = calls.clone();
+        lp.set_diagnostics_handler(move |_| {
+            c.set(c.get() + 1);
+            let _ = lp2.add_reader(fd, |_| {});
+            lp2.remove_reader(fd);
+        });
+        lp.set_trace(true);
+        for _ in 0..3 {
+            lp.run_nowait().unwrap();
+        }
+        assert!(calls.get() >= 12, "the handler saw every step: {}", calls.get());
+        assert_eq!(lp.stats().iterations, 3);
+        lp.set_trace(false);
+        lp.clear_diagnostics_handler(); // breaks the handler's cycle through lp2
+        lp.add_reader(fd, |_| {}).unwrap();
+        assert!(lp.remove_reader(fd));
+    }
+
     fn slow_callbacks_dropped_tasks_and_unhandled_errors_are_typed_records(backend: Backend) {
         use evloop::DiagnosticKind;
         let lp = new_loop(backend);

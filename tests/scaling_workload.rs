@@ -16,7 +16,7 @@ fn fds(n: usize) -> Vec<OwnedFd> {
     // sockboth: n/2 socket pairs, both ends watched.
     (0..n / 2)
         .flat_map(|_| {
-            let (a, b) = evloop::sys::fd::socketpair().unwrap();
+            let (a, b) = evloop::sys::socket::socketpair().unwrap();
             [a, b]
         })
         .collect()

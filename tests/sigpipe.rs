@@ -17,9 +17,9 @@ use evloop::net::{TcpListener, TcpStream};
 static DEFAULT_SIGPIPE: Once = Once::new();
 
 fn restore_default_sigpipe() {
-    DEFAULT_SIGPIPE.call_once(|| evloop::sys::socket::set_sigpipe_default().unwrap());
+    DEFAULT_SIGPIPE.call_once(|| evloop::sys::signal::set_sigpipe_default().unwrap());
     assert!(
-        evloop::sys::socket::sigpipe_is_default().unwrap(),
+        evloop::sys::signal::sigpipe_is_default().unwrap(),
         "SIGPIPE kills the process now: a raw write(2) to a closed socket would end this test"
     );
 }

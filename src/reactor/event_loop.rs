@@ -199,7 +199,7 @@ impl EventLoop {
     pub fn with_backend(backend: Backend) -> io::Result<EventLoop> {
         let mut selector = new_selector(backend)?;
         // The selector's own waker (kqueue: EVFILT_USER), or an fd waker registered in it.
-        let waker = evloop_sys::Waker::for_selector(&mut *selector)?;
+        let waker = evloop_sys::selector::waker_for(&mut *selector)?;
         let registry = Registry::new(selector, waker.fd())?;
         let env_on = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
         let id = NEXT_LOOP_ID.fetch_add(1, Ordering::Relaxed);
@@ -334,6 +334,11 @@ impl EventLoop {
     /// Sends every [`Diagnostic`] of this loop — trace mode's narration, debug mode's
     /// slow-callback reports, tasks dropped at close, errors reported with no exception
     /// handler — to `handler` instead of stderr, e.g. into your own logging.
+    ///
+    /// The handler is called from inside the loop's steps, while parts of its state are
+    /// borrowed: it may record, format, count or send records elsewhere, but must not call
+    /// methods of the loop. If it panics (a call into the loop would), the panic is caught
+    /// and that record goes to stderr with a note.
     ///
     /// # Examples
     ///

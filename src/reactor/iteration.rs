@@ -17,10 +17,12 @@
 //!                                                  <- the only place user code runs
 //! ```
 //!
-//! **Borrows.** The loop's state sits in `RefCell`s; each step takes its borrows and drops
-//! them before it returns, and step 6 pops one entry, releases the deque, then runs it. So
-//! callbacks may call any method of the loop, and a panic leaves the loop consistent: the
-//! entries not yet run stay at the front of the deque and run next time.
+//! **Borrows.** The loop's state sits in `RefCell`s. Steps 1 to 4 share one borrow of the
+//! registry (the selector's side; no user code runs there), each step takes its other borrows
+//! and drops them before it returns, and step 6 pops one entry, releases the deque, then runs
+//! it. So callbacks may call any method of the loop, and a panic leaves the loop consistent:
+//! the entries not yet run stay at the front of the deque and run next time. (A diagnostics
+//! handler is called inside steps 1 to 4 too: it may record, not call the loop.)
 //!
 //! Trace mode's narration is in `trace.rs`; each step calls it behind one flag test.
 
@@ -30,43 +32,64 @@ use std::time::{Duration, Instant};
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::reactor::event_loop::{bump, closed_error};
 use crate::reactor::ready::Ready;
+use crate::reactor::registry::Registry;
 use crate::reactor::remote::RemoteItem;
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
 
+/// What every step of one iteration needs to know about it: its number, and whether trace
+/// mode narrates it (read once per iteration).
+#[derive(Clone, Copy)]
+struct Pass {
+    iteration: u64,
+    trace: bool,
+}
+
 impl EventLoop {
     /// One iteration: the six steps. `nowait` polls without blocking (`run_nowait`).
     pub(crate) fn iterate(&self, nowait: bool) -> io::Result<()> {
-        let stats = &self.inner.stats;
-        let iteration = stats.iterations.get() + 1;
-        stats.iterations.set(iteration);
-        self.flush_interest(iteration)?;
-        let timeout = self.choose_timeout(iteration, nowait);
-        let woke_at = self.wait(iteration, timeout)?;
-        self.dispatch_io(iteration)?;
-        self.expire_timers(iteration, woke_at);
-        self.run_ready(iteration);
+        let pass = self.begin_pass();
+        // Steps 1 to 4 are the selector's side: they share one borrow of the registry, and
+        // none of them runs user code.
+        let mut guard = self.inner.registry.borrow_mut();
+        let registry = guard.as_mut().ok_or_else(|| closed_error("run"))?;
+        self.flush_interest(registry, pass);
+        let timeout = self.choose_timeout(pass, nowait);
+        let woke_at = self.wait(registry, pass, timeout)?;
+        self.dispatch_io(registry, pass);
+        drop(guard);
+        self.expire_timers(pass, woke_at);
+        self.run_ready(pass);
         Ok(())
+    }
+
+    /// Counts the iteration and reads trace mode's flag once for all six steps.
+    #[inline]
+    fn begin_pass(&self) -> Pass {
+        let inner = &*self.inner;
+        let iteration = inner.stats.iterations.get() + 1;
+        inner.stats.iterations.set(iteration);
+        Pass {
+            iteration,
+            trace: inner.trace.get(),
+        }
     }
 
     /// Step 1: apply the interest changes batched since the last flush.
     #[inline]
-    fn flush_interest(&self, iteration: u64) -> io::Result<()> {
+    fn flush_interest(&self, registry: &mut Registry, pass: Pass) {
         let inner = &*self.inner;
-        let mut registry = inner.registry.borrow_mut();
-        let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
         let changes = registry.flush(&mut inner.ready.borrow_mut());
-        if inner.trace.get() {
-            if let Some(d) = trace::flush(iteration, changes) {
+        if pass.trace {
+            if let Some(d) = trace::flush(pass.iteration, changes) {
                 inner.emit(d);
             }
         }
-        Ok(())
     }
 
     /// Step 2: how long the wait may block. `None` blocks until I/O or a wake-up.
     #[inline]
-    fn choose_timeout(&self, iteration: u64, nowait: bool) -> Option<Duration> {
+    fn choose_timeout(&self, pass: Pass, nowait: bool) -> Option<Duration> {
         let inner = &*self.inner;
         let (timeout, why) = if nowait {
             (Some(Duration::ZERO), "run_nowait")
@@ -83,8 +106,8 @@ impl EventLoop {
                 None => (None, "nothing scheduled: block until I/O or a wake-up"),
             }
         };
-        if inner.trace.get() {
-            inner.emit(trace::timeout(iteration, timeout, why));
+        if pass.trace {
+            inner.emit(trace::timeout(pass.iteration, timeout, why));
         }
         timeout
     }
@@ -93,22 +116,27 @@ impl EventLoop {
     /// that could block (step 5 reuses it); a zero-timeout poll costs no clock read at all
     /// (two would cost as much as the poll itself).
     #[inline]
-    fn wait(&self, iteration: u64, timeout: Option<Duration>) -> io::Result<Option<Instant>> {
+    fn wait(
+        &self,
+        registry: &mut Registry,
+        pass: Pass,
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<Instant>> {
         let inner = &*self.inner;
-        let mut registry = inner.registry.borrow_mut();
-        let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
         let before = (timeout != Some(Duration::ZERO)).then(Instant::now);
         registry.select(timeout)?;
         let after = before.map(|_| Instant::now());
-        let blocked = match (before, after) {
-            (Some(b), Some(a)) => a - b,
-            _ => Duration::ZERO,
-        };
-        let stats = &inner.stats;
-        stats.time_blocked.set(stats.time_blocked.get() + blocked);
-        if inner.trace.get() {
+        if let (Some(b), Some(a)) = (before, after) {
+            let stats = &inner.stats;
+            stats.time_blocked.set(stats.time_blocked.get() + (a - b));
+        }
+        if pass.trace {
             let events: Vec<_> = registry.events().iter().copied().collect();
-            inner.emit(trace::wait(iteration, inner.backend, &events, blocked));
+            let blocked = match (before, after) {
+                (Some(b), Some(a)) => a - b,
+                _ => Duration::ZERO,
+            };
+            inner.emit(trace::wait(pass.iteration, inner.backend, &events, blocked));
         }
         Ok(after)
     }
@@ -116,25 +144,20 @@ impl EventLoop {
     /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired, move the
     /// cross-thread queue in.
     #[inline]
-    fn dispatch_io(&self, iteration: u64) -> io::Result<()> {
+    fn dispatch_io(&self, registry: &mut Registry, pass: Pass) {
         let inner = &*self.inner;
-        let dispatched = {
-            let mut registry = inner.registry.borrow_mut();
-            let registry = registry.as_mut().ok_or_else(|| closed_error("run"))?;
-            registry.dispatch(&mut inner.ready.borrow_mut())
-        };
+        let dispatched = registry.dispatch(&mut inner.ready.borrow_mut());
         bump(&inner.stats.events, dispatched.events as u64);
         let moved = dispatched.woken.then(|| self.take_remote());
-        if inner.trace.get() {
-            inner.emit(trace::dispatch(iteration, dispatched.queued, moved));
+        if pass.trace {
+            inner.emit(trace::dispatch(pass.iteration, dispatched.queued, moved));
         }
-        Ok(())
     }
 
     /// Step 5: queue the expired timers, on a fresh clock reading (never early). `woke_at`,
     /// read right after a blocking wait, is fresh enough: nothing ran since.
     #[inline]
-    fn expire_timers(&self, iteration: u64, woke_at: Option<Instant>) {
+    fn expire_timers(&self, pass: Pass, woke_at: Option<Instant>) {
         let inner = &*self.inner;
         let fired = {
             let mut timers = inner.timers.borrow_mut();
@@ -147,8 +170,8 @@ impl EventLoop {
             fired
         };
         bump(&inner.stats.timers_fired, fired as u64);
-        if inner.trace.get() {
-            if let Some(d) = trace::timers(iteration, fired) {
+        if pass.trace {
+            if let Some(d) = trace::timers(pass.iteration, fired) {
                 inner.emit(d);
             }
         }
@@ -157,7 +180,7 @@ impl EventLoop {
     /// Step 6: run exactly the entries queued before this step (the snapshot rule): what
     /// they schedule waits for the next iteration, after one more poll for I/O.
     #[inline]
-    fn run_ready(&self, iteration: u64) {
+    fn run_ready(&self, pass: Pass) {
         let inner = &*self.inner;
         let n = inner.ready.borrow().len();
         let debug = inner.debug.get();
@@ -181,8 +204,8 @@ impl EventLoop {
                 bump(&inner.stats.cancelled_skipped, 1);
             }
         }
-        if inner.trace.get() {
-            inner.emit(trace::ran(iteration, ran, skipped));
+        if pass.trace {
+            inner.emit(trace::ran(pass.iteration, ran, skipped));
         }
     }
 

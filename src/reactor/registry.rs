@@ -91,7 +91,7 @@ const EVENTS_MAX: usize = 65_536;
 
 impl Registry {
     /// `waker_fd` is what the selector's events name for the loop's waker, already set up
-    /// by `evloop_sys::Waker::for_selector` (an fd registered for read interest, or the
+    /// by `evloop_sys::selector::waker_for` (an fd registered for read interest, or the
     /// kqueue fd for kqueue's `EVFILT_USER`).
     pub(crate) fn new(selector: Box<dyn Selector>, waker_fd: RawFd) -> io::Result<Registry> {
         Ok(Registry {

@@ -1,10 +1,15 @@
-//! File-descriptor helpers: pipes, socket pairs, eventfd, flags, validation, `read`/`write`.
+//! File-descriptor helpers: pipes, eventfd, flags, validation, `read`/`write`, `RLIMIT_NOFILE`.
+//!
+//! Layer: the bottom of the crate's fd code, built on `cvt.rs` alone. `signal.rs`,
+//! `waker.rs`, `socket/` and the selectors build on it, and it imports none of them; sockets
+//! (socket pairs included) are made in `socket/`.
 //!
 //! Everything that creates an fd here creates it **close-on-exec atomically** (`O_CLOEXEC`,
-//! `SOCK_CLOEXEC`, `EFD_CLOEXEC`, `F_DUPFD_CLOEXEC`) and non-blocking where an event loop
-//! wants it, so no fd of ours leaks into a child spawned by another thread between "create"
-//! and "set the flag" (edge case 60). On systems without the atomic flags (macOS has no
-//! `pipe2` and no `SOCK_CLOEXEC`), the fallback sets the flags right after creation and says so.
+//! `EFD_CLOEXEC`, `F_DUPFD_CLOEXEC`; `socket/` does the same with `SOCK_CLOEXEC`) and
+//! non-blocking where an event loop wants it, so no fd of ours leaks into a child spawned by
+//! another thread between "create" and "set the flag" (edge case 60). On systems without the
+//! atomic flags (macOS has no `pipe2`), the fallback sets the flags right after creation and
+//! says so.
 //!
 //! Created fds come back as [`OwnedFd`], so they are closed exactly once, by `Drop`; every
 //! syscall of the crate that creates an fd hands it to this file's `owned`.
@@ -68,22 +73,6 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
         }
         Ok((r, w))
     }
-}
-
-/// Creates a connected, non-blocking, close-on-exec `AF_UNIX` `SOCK_STREAM` socket pair
-/// (`socket::unix_pair(SockType::Stream)`: on macOS each end also gets `SO_NOSIGPIPE`).
-///
-/// # Errors
-/// `EMFILE`/`ENFILE` when out of fds.
-///
-/// # Examples
-///
-/// ```
-/// let (a, b) = evloop_sys::fd::socketpair().unwrap();
-/// assert_ne!(std::os::fd::AsRawFd::as_raw_fd(&a), std::os::fd::AsRawFd::as_raw_fd(&b));
-/// ```
-pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
-    crate::socket::unix_pair(crate::socket::SockType::Stream)
 }
 
 /// Creates a non-blocking, close-on-exec eventfd with counter 0 (Linux, Android).
@@ -302,9 +291,9 @@ mod tests {
 
     #[test]
     fn edge_60_created_fds_are_cloexec_and_nonblocking() {
+        // Sockets (socket pairs included) are checked in `socket/`.
         let (r, w) = pipe().unwrap();
-        let (a, b) = socketpair().unwrap();
-        for fd in [&r, &w, &a, &b] {
+        for fd in [&r, &w] {
             assert!(is_cloexec(fd).unwrap());
         }
         let mut buf = [0u8; 4];

@@ -16,10 +16,15 @@
 //!    where the system has kqueue (or Linux has libkqueue: `docs/08-kqueue.md`).
 //! 4. [`waker`]: eventfd, self-pipe or kqueue's `EVFILT_USER`, to wake a blocked loop from
 //!    another thread.
-//! 5. [`fd`]: pipes, socket pairs, flags, `read`/`write`; [`signal`]: the process-wide signal
+//! 5. [`fd`]: pipes, eventfd, flags, `read`/`write`; [`signal`]: the process-wide signal
 //!    handler and the per-loop self-pipes it writes to.
-//! 6. [`socket`]: the socket syscalls of `evloop::net` (creation, addresses, options, stream
-//!    and datagram I/O), one file per concern under `socket/`.
+//! 6. [`socket`]: the socket syscalls of `evloop::net` (creation, socket pairs, addresses,
+//!    options, stream and datagram I/O), one file per concern under `socket/`.
+//!
+//! Imports run one way, from the top layer down: the selectors (and the benchmark floors)
+//! build on [`waker`], [`fd`], [`cvt`] and [`timeout`]; [`waker`], [`signal`] and [`socket`]
+//! on [`fd`] and [`cvt`], and none of the three on another; [`fd`] on [`cvt`]; [`cvt`] and
+//! [`timeout`] import nothing of the crate. No file imports one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
 //! `epoll_wait`, and so on, and everything else goes through it.
@@ -29,18 +34,19 @@
 //! Off by default. It adds, all `#[doc(hidden)]`: the module `floor` (the scaling
 //! benchmark's workload written directly on `epoll_wait`, `poll` and `select`, and the CPU
 //! clock and pinning the micro-benchmarks use) and the test aids: `fd::is_cloexec`,
-//! `fd::dup_at_least`, `fd::raise_nofile_limit`, `fd::set_nofile_soft_limit`,
-//! `socket::set_sigpipe_default`, `socket::sigpipe_is_default`, the signal dispositions and
-//! senders of `signal` (`Disposition`, `disposition`, `set_disposition`, `raise`,
-//! `kill_self`, `set_noop_handler`, `ThreadSignal`), and makes `fd::is_open` public. evloop's
-//! own tests and benchmarks turn it on through their dev-dependencies; a program using
-//! evloop never needs it, and anything behind it may change in any release.
+//! `fd::dup_at_least`, `fd::raise_nofile_limit`, `fd::set_nofile_soft_limit` (also at
+//! `socket::set_nofile_soft_limit`), the signal dispositions and senders of `signal`
+//! (`Disposition`, `disposition`, `set_disposition`, `set_sigpipe_default`,
+//! `sigpipe_is_default`, `raise`, `kill_self`, `set_noop_handler`, `ThreadSignal`), and makes
+//! `fd::is_open` public. evloop's own tests and benchmarks turn it on through their
+//! dev-dependencies; a program using evloop never needs it, and anything behind it may
+//! change in any release.
 //!
 //! ```
 //! use std::time::Duration;
 //! use evloop_sys::{new_selector, Backend, Events, Interest};
 //!
-//! let (a, b) = evloop_sys::fd::socketpair().unwrap();
+//! let (a, b) = evloop_sys::socket::socketpair().unwrap();
 //! let mut sel = new_selector(Backend::Poll).unwrap();
 //! sel.register(std::os::fd::AsRawFd::as_raw_fd(&a), Interest::READABLE).unwrap();
 //! evloop_sys::fd::write(std::os::fd::AsFd::as_fd(&b), b"x").unwrap();

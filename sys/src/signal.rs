@@ -1,7 +1,7 @@
 //! Signals: one process-wide, async-signal-safe handler fanned out to per-loop self-pipes.
 //! With the `internals` feature, also the aids tests need (a no-op handler without
-//! `SA_RESTART`, `pthread_kill`, `raise`, `kill`, reading and setting a disposition): not
-//! part of the stable API.
+//! `SA_RESTART`, `pthread_kill`, `raise`, `kill`, reading and setting a disposition, and
+//! SIGPIPE's default disposition for the socket tests): not part of the stable API.
 //!
 //! Layer: `evloop-sys`, below `src/signals.rs` (which turns a pending mark into a callback on
 //! the loop thread). asyncio's `add_signal_handler` rests on CPython's `signal.set_wakeup_fd`;
@@ -578,6 +578,31 @@ pub fn set_disposition(sig: libc::c_int, to: Disposition) -> io::Result<Disposit
     let before = disposition(sig)?;
     sigaction(sig, Some(&action(handler, 0, false)))?;
     Ok(before)
+}
+
+/// Restores SIGPIPE's default disposition (terminate the process), undoing the `SIG_IGN` that
+/// Rust's runtime installs before `main`. A test calls this to prove that writing to a closed
+/// peer is an error and not a death (edge case 53). Process-wide: run it in its own binary.
+/// Test aid (`internals` feature).
+///
+/// # Errors
+/// Never in practice (`sigaction` only fails for invalid signals).
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn set_sigpipe_default() -> io::Result<()> {
+    set_disposition(libc::SIGPIPE, Disposition::Default)?;
+    Ok(())
+}
+
+/// Whether SIGPIPE currently has its default disposition (`SIG_DFL`). Test aid (`internals`
+/// feature).
+///
+/// # Errors
+/// Never in practice.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn sigpipe_is_default() -> io::Result<bool> {
+    Ok(disposition(libc::SIGPIPE)? == Disposition::Default)
 }
 
 /// Sends `sig` to the calling thread (`raise(3)`); its handler has run when this returns.

@@ -8,17 +8,20 @@
 //! - **An fd** ([`Waker::new`]), registered for read interest like any fd. Linux: one
 //!   `eventfd` (a 64-bit counter; a write adds, a read resets); elsewhere a non-blocking pipe,
 //!   the read end watched, the write end written. It *stays* readable until [`Waker::drain`].
-//! - **Built into the selector** ([`Selector::waker`]): kqueue's `EVFILT_USER` knote, triggered
+//! - **Built into the selector** (`Selector::waker`): kqueue's `EVFILT_USER` knote, triggered
 //!   with `NOTE_TRIGGER` and reported once per burst of wakes (`EV_CLEAR`); no fd of its own,
 //!   no read to drain it. Its events name the kqueue fd, which is what [`Waker::fd`] returns.
+//!   The kqueue selector registers the knote and builds the waker, handing it the function
+//!   that triggers the knote; the waker keeps the kqueue open and calls that function.
 //!
-//! [`Waker::for_selector`] gives a loop whichever the selector supports, so the loop needs no
-//! backend knowledge: it uses the selector's own waker when there is one, else an fd waker it
-//! registers in the selector.
+//! Layer: below the selectors, on `fd.rs` alone. A waker knows fds and nothing of the
+//! `Selector` trait or of any backend's syscalls: the selectors build wakers, and
+//! `selector::waker_for` gives a loop whichever its selector supports (its own waker when it
+//! has one, else an fd waker registered in it), so the loop needs no backend knowledge.
 //!
 //! Wakes are idempotent until drained: a full pipe or a saturated counter gives `EAGAIN`,
 //! which means "a wake is already pending" and is ignored (edge case 46). Coalescing many
-//! wakes into one write is the caller's job (`src/remote.rs` keeps a "pending" flag).
+//! wakes into one write is the caller's job (`src/reactor/remote.rs` keeps a "pending" flag).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -26,8 +29,6 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(evloop_kqueue)]
 use std::sync::Arc;
-
-use crate::selector::{Interest, Selector};
 
 /// A wake-up channel into a loop. `Send + Sync`: share it behind an `Arc`.
 #[derive(Debug)]
@@ -42,11 +43,13 @@ enum Kind {
         read: OwnedFd,
         write: Option<OwnedFd>,
     },
-    /// kqueue's `EVFILT_USER` knote; `kq` keeps the kqueue open while a waker lives, so a
-    /// trigger never reaches a closed or reused number.
+    /// kqueue's `EVFILT_USER` knote, which `trigger` (the selector's) triggers; `kq` keeps
+    /// the kqueue open while a waker lives, so a trigger never reaches a closed or reused
+    /// number.
     #[cfg(evloop_kqueue)]
     Kqueue {
         kq: Arc<OwnedFd>,
+        trigger: fn(RawFd) -> io::Result<()>,
         pending: AtomicBool,
     },
 }
@@ -74,44 +77,14 @@ impl Waker {
         Ok(Waker { kind })
     }
 
-    /// The waker for a loop on `selector`: the selector's own ([`Selector::waker`]: kqueue's
-    /// `EVFILT_USER`) where it has one, else a [`Waker::new`] registered in `selector` for
-    /// read interest. Either way the selector then reports an event for [`Waker::fd`] after
-    /// each [`Waker::wake`].
-    ///
-    /// # Errors
-    /// Those of [`Waker::new`], [`Selector::waker`] and [`Selector::register`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use evloop_sys::{new_selector, Backend, Events, Waker};
-    /// for backend in Backend::available() {
-    ///     let mut sel = new_selector(backend).unwrap();
-    ///     let waker = Waker::for_selector(&mut *sel).unwrap();
-    ///     waker.wake().unwrap();
-    ///     let mut events = Events::with_capacity(4);
-    ///     sel.select(&mut events, Some(Duration::from_secs(5))).unwrap();
-    ///     assert!(events.iter().any(|e| e.fd == waker.fd() && e.readable));
-    ///     assert!(waker.drain().unwrap());
-    /// }
-    /// ```
-    pub fn for_selector(selector: &mut dyn Selector) -> io::Result<Waker> {
-        if let Some(waker) = selector.waker()? {
-            return Ok(waker);
-        }
-        let waker = Waker::new()?;
-        selector.register(waker.fd(), Interest::READABLE)?;
-        Ok(waker)
-    }
-
-    /// The waker of a kqueue's `EVFILT_USER` knote (registered by the selector already).
+    /// The waker of a kqueue's `EVFILT_USER` knote (registered by the selector already):
+    /// [`Waker::wake`] calls `trigger` with the kqueue fd.
     #[cfg(evloop_kqueue)]
-    pub(crate) fn from_kqueue(kq: Arc<OwnedFd>) -> Waker {
+    pub(crate) fn from_kqueue(kq: Arc<OwnedFd>, trigger: fn(RawFd) -> io::Result<()>) -> Waker {
         Waker {
             kind: Kind::Kqueue {
                 kq,
+                trigger,
                 pending: AtomicBool::new(false),
             },
         }
@@ -151,9 +124,13 @@ impl Waker {
         let (read, write) = match &self.kind {
             Kind::Fd { read, write } => (read, write),
             #[cfg(evloop_kqueue)]
-            Kind::Kqueue { kq, pending } => {
+            Kind::Kqueue {
+                kq,
+                trigger,
+                pending,
+            } => {
                 pending.store(true, Ordering::Release);
-                return crate::selector::kqueue::trigger(kq.as_raw_fd());
+                return trigger(kq.as_raw_fd());
             }
         };
         let fd = write.as_ref().unwrap_or(read);

@@ -15,6 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::*;
+use evloop_sys::selector::waker_for;
 use evloop_sys::{Backend, Events, Interest, Waker};
 
 /// One test at a time in this binary (a failed test must not poison the others).
@@ -124,7 +125,7 @@ per_backend! {
         drop(r);
         let mut sel = selector(backend);
         let mut events = Events::with_capacity(8);
-        let waker = Waker::for_selector(&mut *sel).unwrap();
+        let waker = waker_for(&mut *sel).unwrap();
         assert_ne!(waker.fd(), 0);
         sel.register(0, Interest::READABLE).unwrap();
         assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
@@ -237,7 +238,7 @@ fn no_fd_leak_from_selectors_wakers_and_rebuilds() {
                 waker.wake().unwrap();
                 assert!(!select(&mut *sel, events, Some(WAIT)).is_empty());
                 // And the selector's own waker (kqueue's EVFILT_USER), if it has one.
-                let own = Waker::for_selector(&mut *sel).unwrap();
+                let own = waker_for(&mut *sel).unwrap();
                 own.wake().unwrap();
                 assert!(!select(&mut *sel, events, Some(WAIT)).is_empty());
             }

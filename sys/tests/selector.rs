@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
+use evloop_sys::selector::waker_for;
 use evloop_sys::{Backend, Events, Interest, Waker};
 
 /// Whether the backend reports hang-ups as such (`EPOLLHUP`, `POLLHUP`, `EV_EOF`); select has no
@@ -815,13 +816,13 @@ per_backend! {
         assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
     }
 
-    /// The loop's waker as `Waker::for_selector` sets it up on every backend: the selector's
+    /// The loop's waker as `waker_for` sets it up on every backend: the selector's
     /// own where it has one (kqueue: an `EVFILT_USER` knote, no fd of its own), else an fd
     /// waker registered in it. A wake from another thread ends a select blocked for 10 s with
     /// one readable event naming `waker.fd()`.
     fn selector_waker_wakes_a_blocked_select_from_another_thread(backend: Backend) {
         let mut sel = selector(backend);
-        let waker = Arc::new(Waker::for_selector(&mut *sel).unwrap());
+        let waker = Arc::new(waker_for(&mut *sel).unwrap());
         match backend {
             Backend::Kqueue => {
                 // EVFILT_USER where the kernel has it (libkqueue does); a pipe elsewhere.
@@ -860,7 +861,7 @@ per_backend! {
     /// the same call, apart from the waker's.
     fn selector_waker_coalesces_and_is_told_apart_from_fds(backend: Backend) {
         let mut sel = selector(backend);
-        let waker = Waker::for_selector(&mut *sel).unwrap();
+        let waker = waker_for(&mut *sel).unwrap();
         let (a, b) = pair();
         sel.register(raw(&a), Interest::READABLE).unwrap();
         let mut events = Events::with_capacity(8);

@@ -44,11 +44,12 @@
 //!   `EV_ADD` itself is batched.
 //! - **The waker** \[22, 45, 46\]: [`Selector::waker`] registers an `EVFILT_USER` knote with
 //!   the fixed ident 0 and `EV_CLEAR` (so one report drains it), triggered by `NOTE_TRIGGER`
-//!   from any thread. Events are dispatched on `(ident, filter)`, never on the ident alone,
-//!   so the waker cannot be mistaken for fd 0. Its event names the kqueue fd (which the loop
-//!   can never register). Where the kernel has no `EVFILT_USER` (NetBSD before 10, OpenBSD
-//!   before 7.8), adding it fails with `EINVAL` and `waker` returns `None`: the loop then
-//!   registers a pipe [`Waker`] like any fd.
+//!   from any thread (`trigger`, which the [`Waker`] is handed: it knows no kqueue call of its
+//!   own). Events are dispatched on `(ident, filter)`, never on the ident alone, so the waker
+//!   cannot be mistaken for fd 0. Its event names the kqueue fd (which the loop can never
+//!   register). Where the kernel has no `EVFILT_USER` (NetBSD before 10, OpenBSD before
+//!   7.8), adding it fails with `EINVAL` and `waker` returns `None`: the loop then registers
+//!   a pipe [`Waker`] like any fd.
 //! - **fd reuse** \[18, 19, 20\]: a kernel drops an fd's knotes at `close`, so a number that
 //!   was closed and reused needs a fresh `EV_ADD`. libkqueue on Linux does not: the stale
 //!   knote survives, and an `EV_ADD` for the new file then *modifies* it, which libkqueue's
@@ -533,13 +534,14 @@ impl Selector for KqueueSelector {
                 }
             }
         }
-        Ok(Some(Waker::from_kqueue(Arc::clone(&self.kq))))
+        Ok(Some(Waker::from_kqueue(Arc::clone(&self.kq), trigger)))
     }
 }
 
-/// Triggers the waker's `EVFILT_USER` knote on `kq` (from any thread). Called by
-/// [`Waker::wake`]; `kq` is kept open by the waker's `Arc`.
-pub(crate) fn trigger(kq: RawFd) -> io::Result<()> {
+/// Triggers the waker's `EVFILT_USER` knote on `kq` (from any thread). [`Selector::waker`]
+/// hands it to the waker it builds, and each [`Waker::wake`] calls it; `kq` is kept open by
+/// the waker's `Arc`.
+fn trigger(kq: RawFd) -> io::Result<()> {
     let change = kevent::new(WAKER_IDENT, EVFILT_USER, 0, NOTE_TRIGGER);
     let zero = to_timespec(Some(Duration::ZERO));
     // SAFETY: one valid change the kernel only reads; no eventlist (nevents 0, so the call
@@ -570,7 +572,7 @@ mod tests {
     /// A kqueue with an idle socket pair, `a` at a number of its own above `min`.
     fn setup(min: RawFd) -> (KqueueSelector, OwnedFd, OwnedFd) {
         let sel = KqueueSelector::new().unwrap();
-        let (a, b) = crate::fd::socketpair().unwrap();
+        let (a, b) = crate::socket::socketpair().unwrap();
         let a_high = crate::fd::dup_at_least(a.as_fd(), min).unwrap();
         drop(a); // one fd per file: closing `a_high` closes the socket
         (sel, a_high, b)
@@ -642,7 +644,7 @@ mod tests {
             [0]
         );
         drop((a, b)); // closed without EV_DELETE; the file is gone for good
-        let (c, d) = crate::fd::socketpair().unwrap();
+        let (c, d) = crate::socket::socketpair().unwrap();
         let n = crate::fd::dup_at_least(c.as_fd(), x).unwrap();
         assert_eq!(n.as_raw_fd(), x, "the number was reused");
         drop(c);

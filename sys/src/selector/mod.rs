@@ -23,8 +23,9 @@
 //!   event on poll and select (which would otherwise spin or fail every call) and is then
 //!   ignored until unregistered; epoll and kqueue drop it silently, as the kernel does.
 //! - **Waking**: [`Selector::waker`] hands out the selector's own waker where it has one
-//!   (kqueue's `EVFILT_USER`); [`Waker::for_selector`] falls back to an fd waker registered
-//!   like any fd, so the loop never needs to know which.
+//!   (kqueue's `EVFILT_USER`); [`waker_for`] falls back to an fd waker registered like any
+//!   fd, so the loop never needs to know which. The [`Waker`] itself (`waker.rs`) sits below
+//!   the selectors and knows nothing of this trait.
 
 use std::fmt;
 use std::io;
@@ -443,7 +444,7 @@ pub trait Selector: fmt::Debug + Send {
     /// The selector's own waker, if it has one: a way to end a blocked [`Selector::select`]
     /// from another thread without an fd of its own (kqueue: an `EVFILT_USER` knote). Every
     /// [`Waker::wake`] then makes a `select` report an event for [`Waker::fd`]. `None` (the
-    /// default) means "register an fd waker": use [`Waker::for_selector`], which does either.
+    /// default) means "register an fd waker": use [`waker_for`], which does either.
     ///
     /// # Errors
     /// The kernel's error when the waker cannot be set up.
@@ -480,6 +481,39 @@ pub fn new_selector(backend: Backend) -> io::Result<Box<dyn Selector>> {
         #[allow(unreachable_patterns)]
         other => Err(unavailable(other)),
     }
+}
+
+/// The waker for a loop on `selector`: the selector's own ([`Selector::waker`]: kqueue's
+/// `EVFILT_USER`) where it has one, else a [`Waker::new`] registered in `selector` for read
+/// interest. Either way the selector then reports an event for [`Waker::fd`] after each
+/// [`Waker::wake`].
+///
+/// # Errors
+/// Those of [`Waker::new`], [`Selector::waker`] and [`Selector::register`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop_sys::selector::waker_for;
+/// use evloop_sys::{new_selector, Backend, Events};
+/// for backend in Backend::available() {
+///     let mut sel = new_selector(backend).unwrap();
+///     let waker = waker_for(&mut *sel).unwrap();
+///     waker.wake().unwrap();
+///     let mut events = Events::with_capacity(4);
+///     sel.select(&mut events, Some(Duration::from_secs(5))).unwrap();
+///     assert!(events.iter().any(|e| e.fd == waker.fd() && e.readable));
+///     assert!(waker.drain().unwrap());
+/// }
+/// ```
+pub fn waker_for(selector: &mut dyn Selector) -> io::Result<Waker> {
+    if let Some(waker) = selector.waker()? {
+        return Ok(waker);
+    }
+    let waker = Waker::new()?;
+    selector.register(waker.fd(), Interest::READABLE)?;
+    Ok(waker)
 }
 
 /// A map from fd number to `T`, a `Vec` indexed by fd: fds are small dense integers, so this

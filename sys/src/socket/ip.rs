@@ -117,7 +117,7 @@ mod tests {
     use super::super::{listen, peek, recv, send, set_reuse_address, shutdown, take_error};
     use super::*;
     use std::net::Shutdown;
-    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::fd::AsFd;
     use std::time::Duration;
 
     #[test]
@@ -133,13 +133,14 @@ mod tests {
         assert!(crate::fd::is_cloexec(&c).unwrap());
         let done = connect(c.as_fd(), &addr).unwrap();
         if !done {
-            // In progress: wait (blocking poll, bounded) for writability.
-            let mut p = [libc::pollfd {
-                fd: c.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
-            }];
-            crate::selector::poll::poll(&mut p, 5000).unwrap();
+            // In progress: wait (bounded) until it is established: `getpeername` answers
+            // ENOTCONN until then.
+            for _ in 0..5000 {
+                if peer_addr(c.as_fd()).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
         assert!(take_error(c.as_fd()).unwrap().is_none());
         let (s, peer) = accept(l.as_fd()).unwrap();

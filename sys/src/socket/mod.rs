@@ -17,9 +17,9 @@
 //!   [`UnixSocketAddr`] (path, abstract name, unnamed).
 //! - `ip.rs`: the IP face, in [`std::net::SocketAddr`]: [`socket`], [`bind`], [`connect`],
 //!   [`accept`], [`local_addr`], [`peer_addr`], and `TCP_NODELAY`.
-//! - `unix.rs`: the `AF_UNIX` face, in [`UnixSocketAddr`]: [`unix_socket`], [`unix_pair`],
-//!   [`bind_unix`], [`connect_unix`], [`accept_unix`], [`unix_local_addr`],
-//!   [`unix_peer_addr`].
+//! - `unix.rs`: the `AF_UNIX` face, in [`UnixSocketAddr`]: [`unix_socket`], [`unix_pair`]
+//!   (and [`socketpair`], its stream pair), [`bind_unix`], [`connect_unix`], [`accept_unix`],
+//!   [`unix_local_addr`], [`unix_peer_addr`].
 //! - `datagram.rs`: one datagram at a time, for both families: [`send_to`], [`recv_from`],
 //!   [`send_to_unix`], [`recv_from_unix`], [`recv_datagram`], and truncation ([`Received`]).
 //!
@@ -53,8 +53,9 @@
 //!   calling `connect` again would answer `EALREADY`); the caller waits for writability and
 //!   asks [`take_error`] (`SO_ERROR`) how it ended.
 //!
-//! With the `internals` feature this module also has test aids (`set_sigpipe_default`,
-//! `sigpipe_is_default`, `set_nofile_soft_limit`): not part of the stable API.
+//! With the `internals` feature this module also has a test aid (`set_nofile_soft_limit`): not
+//! part of the stable API. The SIGPIPE aids the socket tests use (`set_sigpipe_default`,
+//! `sigpipe_is_default`) are signal dispositions, in `signal.rs`.
 //!
 //! Read next: `src/net/async_fd.rs`, the readiness wrapper built on these.
 
@@ -77,7 +78,8 @@ pub use addr::{SockAddr, UnixSocketAddr};
 pub use datagram::{recv_datagram, recv_from, recv_from_unix, send_to, send_to_unix, Received};
 pub use ip::{accept, bind, connect, local_addr, nodelay, peer_addr, set_nodelay, socket};
 pub use unix::{
-    accept_unix, bind_unix, connect_unix, unix_local_addr, unix_pair, unix_peer_addr, unix_socket,
+    accept_unix, bind_unix, connect_unix, socketpair, unix_local_addr, unix_pair, unix_peer_addr,
+    unix_socket,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -440,33 +442,8 @@ pub fn is_out_of_fds(err: &io::Error) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------
-// Test aids (`internals` feature; process-wide: use them in a test binary or child process
-// of their own). No syscall of their own: they go through `signal.rs` and `fd.rs`.
-
-/// Restores SIGPIPE's default disposition (terminate the process), undoing the `SIG_IGN` that
-/// Rust's runtime installs before `main`. A test calls this to prove that writing to a closed
-/// peer is an error and not a death (edge case 53). Process-wide: run it in its own binary.
-/// Test aid (`internals` feature).
-///
-/// # Errors
-/// Never in practice (`sigaction` only fails for invalid signals).
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub fn set_sigpipe_default() -> io::Result<()> {
-    crate::signal::set_disposition(libc::SIGPIPE, crate::signal::Disposition::Default)?;
-    Ok(())
-}
-
-/// Whether SIGPIPE currently has its default disposition (`SIG_DFL`). Test aid (`internals`
-/// feature).
-///
-/// # Errors
-/// Never in practice.
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub fn sigpipe_is_default() -> io::Result<bool> {
-    Ok(crate::signal::disposition(libc::SIGPIPE)? == crate::signal::Disposition::Default)
-}
+// Test aid (`internals` feature; process-wide: use it in a test binary or child process of
+// its own). The SIGPIPE aids of the same tests are with the other dispositions in `signal.rs`.
 
 /// Kept at this path for the tests that lower the fd limit to provoke `EMFILE` on `accept`
 /// (edge case 56); the function lives with the other `RLIMIT_NOFILE` code in `fd.rs`.

@@ -1,10 +1,11 @@
 //! The `AF_UNIX` face of the socket calls: the address is a [`UnixSocketAddr`] (`addr.rs`),
 //! already in its C layout, handed as is to the family-generic wrappers of `mod.rs`; plus
-//! `socketpair`, which only this family has.
+//! `socketpair`, which only this family has ([`unix_pair`], and [`socketpair`], the stream
+//! pair the tests and benchmarks use).
 //!
-//! Used by `src/net/unix.rs` and `socket.rs` (and by `fd::socketpair`). Unix datagrams to and
-//! from an address are in `datagram.rs`. Paths that do not fit are refused by
-//! [`UnixSocketAddr::from_pathname`], never truncated (edge case 58).
+//! Used by `src/net/unix.rs` and `socket.rs`. Unix datagrams to and from an address are in
+//! `datagram.rs`. Paths that do not fit are refused by [`UnixSocketAddr::from_pathname`],
+//! never truncated (edge case 58).
 
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -47,6 +48,23 @@ pub fn unix_pair(ty: SockType) -> io::Result<(OwnedFd, OwnedFd)> {
     finish_new_fd(&a)?;
     finish_new_fd(&b)?;
     Ok((a, b))
+}
+
+/// Creates a connected pair of non-blocking, close-on-exec `AF_UNIX` stream sockets:
+/// [`unix_pair`]`(SockType::Stream)`, the pair tests and benchmarks watch (on macOS each end
+/// also gets `SO_NOSIGPIPE`).
+///
+/// # Errors
+/// `EMFILE`/`ENFILE` when out of fds.
+///
+/// # Examples
+///
+/// ```
+/// let (a, b) = evloop_sys::socket::socketpair().unwrap();
+/// assert_ne!(std::os::fd::AsRawFd::as_raw_fd(&a), std::os::fd::AsRawFd::as_raw_fd(&b));
+/// ```
+pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
+    unix_pair(SockType::Stream)
 }
 
 /// Binds `fd` to `addr`. A path address creates the socket file.
@@ -147,6 +165,21 @@ mod tests {
             accept_unix(l.as_fd()).unwrap_err().kind(),
             io::ErrorKind::WouldBlock
         );
+    }
+
+    #[test]
+    fn socketpair_ends_are_cloexec_nonblocking_and_connected() {
+        let (a, b) = socketpair().unwrap();
+        for fd in [&a, &b] {
+            assert!(crate::fd::is_cloexec(fd).unwrap());
+        }
+        let mut buf = [0u8; 4];
+        let err = recv(a.as_fd(), &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{err}");
+        assert_eq!(send(b.as_fd(), b"hi").unwrap(), 2);
+        assert_eq!(recv(a.as_fd(), &mut buf).unwrap(), 2);
+        assert_eq!(&buf[..2], b"hi");
+        assert!(unix_local_addr(a.as_fd()).unwrap().is_unnamed());
     }
 
     #[test]

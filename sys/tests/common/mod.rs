@@ -84,7 +84,7 @@ pub fn selector(backend: Backend) -> Box<dyn Selector> {
 
 /// A connected, non-blocking, close-on-exec `AF_UNIX` stream pair.
 pub fn pair() -> (OwnedFd, OwnedFd) {
-    evloop_sys::fd::socketpair().expect("socketpair")
+    evloop_sys::socket::socketpair().expect("socketpair")
 }
 
 /// A non-blocking, close-on-exec pipe: `(read end, write end)`.
