@@ -23,7 +23,7 @@
 //! [`mpsc::Sender::send_blocking`], which parks the thread (its waker unparks it) — never on a
 //! loop's thread, where it would block the loop (it panics there instead).
 //!
-//! No `unsafe`, no extra crates. Tests: `tests/sync_primitives.rs`, e.g.
+//! No `unsafe`, no extra crates. Tests: `tests/sync_channels.rs`, e.g.
 //! `mpsc_from_4_threads_keeps_per_sender_order_then_ends_with_none`,
 //! `bounded_mpsc_send_await_applies_back_pressure`,
 //! `send_blocking_from_a_thread_waits_for_room`.

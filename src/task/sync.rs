@@ -42,9 +42,10 @@
 //! | `Put` whose item was admitted | nothing: the put had completed, its item is in the queue |
 //! | `Wait` released by `set` | nothing: every waiter was woken anyway |
 //!
-//! Tests: `tests/sync_primitives.rs` (every backend), e.g.
+//! Tests (every backend): `tests/sync_event.rs`, `tests/sync_queue.rs` (with a model test
+//! polling futures by hand) and `tests/sync_semaphore.rs`, e.g.
 //! `a_cancelled_getter_passes_its_item_to_the_next_getter`,
-//! `a_cancelled_acquirer_passes_its_permit_on`, and a model test polling futures by hand.
+//! `a_cancelled_acquirer_passes_its_permit_on`.
 //!
 //! # Costs
 //!

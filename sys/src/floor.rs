@@ -5,7 +5,7 @@
 //! `read`/`write` of `fd.rs`.
 //!
 //! **`internals` feature: benchmark floors and test aids; not part of the stable API.** A
-//! measuring instrument, not part of the event loop: `benches/scaling.rs` runs the same
+//! measuring instrument, not part of the event loop: `benches/scaling/` runs the same
 //! rounds through evloop and through these functions, in the same process, on the same fds,
 //! so every evloop figure comes with its ratio to what the bare syscalls cost. It lives in this
 //! crate because every syscall of the project does; `benches/micro.rs` takes its CPU clock

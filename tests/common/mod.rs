@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 pub use evloop::{Backend, EventLoop};
+pub mod docs_util;
 
 /// Writes each test once, as `fn name(backend: Backend)`, and expands it into one `#[test]`
 /// per backend, in modules named after the backend: `poll::name`, `select_strict::name`...

@@ -7,7 +7,8 @@
 //! the loop in `src/` sees only `Box<dyn Selector>` and never names a backend except to pick
 //! the default ([`Backend::from_env`]).
 //!
-//! The contract every backend meets (checked by `tests/selector.rs`, once per backend):
+//! The contract every backend meets (checked by the `sys/tests/selector_*.rs` suite, once per
+//! backend):
 //!
 //! - **Level-triggered**: an fd that stays readable is reported by every `select`.
 //! - **Timeouts round up** (one function, `timeout.rs`); `Some(ZERO)` polls, `None` blocks.

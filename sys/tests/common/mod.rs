@@ -1,5 +1,12 @@
-//! Shared by the conformance suite's test binaries (`selector.rs`, `eintr.rs`, `high_fds.rs`):
-//! the per-backend macro and small fd helpers.
+//! Shared by the conformance suite's test binaries: the per-backend macro and small fd helpers.
+//!
+//! The suite is split by theme, one binary per file of `sys/tests/`: `selector_readiness.rs`
+//! (what a registration reports), `selector_errors.rs` (what it refuses),
+//! `selector_fd_lifecycle.rs` (closed fds, dups and reused numbers), `selector_waits.rs`
+//! (timeouts and wakers), `selector_backends.rs` (choosing a backend; the fds a selector
+//! creates). Process-global effects live in binaries of their own: signals in `eintr.rs`;
+//! rlimits, fd counting and `EVLOOP_BACKEND` in `high_fds.rs`. Each binary compiles this module
+//! for itself, so a helper one of them does not use is allowed to be dead.
 //!
 //! [`per_backend!`] takes `fn name(backend: Backend) { ... }` items, keeps them, and adds one
 //! module per backend (`epoll`, `kqueue`, `poll`, `select`, `select_strict`) holding a
@@ -10,8 +17,8 @@
 //! fd numbers are process-wide and the tests of one binary run on parallel threads, so a test
 //! that closes a number and expects it to stay closed, or to be reused by *its* next file,
 //! cannot rely on "the kernel hands out the lowest free number". Those tests take numbers from
-//! a private range instead ([`reserve_numbers`], [`move_to`]): far above what the other tests
-//! ever reach, and handed out to one test each.
+//! a private range instead ([`reserve_numbers`], [`move_to`], [`pair_at`]): far above what the
+//! other tests ever reach, and handed out to one test each.
 
 #![allow(dead_code)]
 
@@ -235,4 +242,11 @@ pub fn move_to(fd: OwnedFd, at: RawFd) -> OwnedFd {
     assert_eq!(raw(&moved), at, "fd number {at} was not free");
     drop(fd);
     moved
+}
+
+/// A socket pair whose first end sits at the private number `at` (and nowhere else); `at`
+/// comes from [`reserve_numbers`].
+pub fn pair_at(at: RawFd) -> (OwnedFd, OwnedFd) {
+    let (a, b) = pair();
+    (move_to(a, at), b)
 }
