@@ -58,6 +58,11 @@
 #![cfg(unix)]
 #![warn(missing_docs)]
 
+/// The crate README's example, compiled and run as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// Declares an item `pub` and `#[doc(hidden)]` with the `internals` feature, `pub(crate)`
 /// without it: for what the crate uses itself and only tests use from outside
 /// (`fd::is_open`). Items nothing in the crate uses are simply `#[cfg(feature = "internals")]`.
