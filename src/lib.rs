@@ -66,13 +66,13 @@ pub mod task;
 pub use evloop_sys::{Backend, Interest};
 pub use reactor::diagnostics;
 pub use reactor::{
-    current, try_current, Diagnostic, DiagnosticKind, EventLoop, ExceptionContext, Handle,
+    current, try_current, Builder, Diagnostic, DiagnosticKind, EventLoop, ExceptionContext, Handle,
     LoopClosed, Remote, Stats, TimerHandle, WeakEventLoop, DEFAULT_SLOW_CALLBACK, MAX_DELAY,
 };
-pub use task::{channel, interval, sync};
+pub use task::{channel, interval, run, sync, Stopped};
 pub use task::{
-    join_all, race, select, sleep, sleep_until, spawn, timeout, to_thread, yield_now, Elapsed,
-    GroupError, InvalidState, Promise, PromiseError, Sleep, Task, TaskError, TaskGroup,
+    join_all, race, select, sleep, sleep_until, spawn, timeout, to_thread, try_join_all, yield_now,
+    Elapsed, GroupError, InvalidState, Promise, PromiseError, Sleep, Task, TaskError, TaskGroup,
 };
 
 /// The README's example, compiled and run as a doc test so it cannot rot.

@@ -365,6 +365,87 @@ impl Signal {
     pub fn recv(&mut self) -> Recv<'_> {
         Recv { signal: self }
     }
+
+    /// The poll behind [`recv`](Signal::recv), for hand-written futures and stream adapters:
+    /// `Ready(Some(()))` for an arrival (arrivals since the last one returned coalesce),
+    /// `Ready(None)` once the loop is closed, else `Pending` with `cx`'s waker parked
+    /// (replacing the one parked before).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::signals::{signal, SIGUSR2};
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let got = event_loop.run_until_complete(async {
+    ///     let mut usr2 = signal(SIGUSR2)?;
+    ///     evloop::sys::signal::raise(SIGUSR2)?;
+    ///     Ok::<_, std::io::Error>(std::future::poll_fn(|cx| usr2.poll_recv(cx)).await)
+    /// })??;
+    /// assert_eq!(got, Some(()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        let state = &self.state;
+        if state.arrived.replace(false) {
+            return Poll::Ready(Some(()));
+        }
+        if state.closed.get() || self.signals.strong_count() == 0 {
+            return Poll::Ready(None);
+        }
+        let mut waker = state.waker.borrow_mut();
+        match &*waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => *waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// [`poll_recv`](Signal::poll_recv) in the exact shape of `futures::Stream::poll_next`,
+    /// so that a crate using `futures` (which evloop does not depend on) can make a signal a
+    /// `Stream` in a few lines, with a wrapper type of its own (the orphan rule forbids
+    /// implementing a foreign trait for a foreign type).
+    ///
+    /// # Examples
+    ///
+    /// The adapter, as it would read with `futures_core::Stream`; a stand-in trait of the same
+    /// shape replaces it here so the example compiles without the crate:
+    ///
+    /// ```
+    /// # mod futures_core {
+    /// #     use std::pin::Pin;
+    /// #     use std::task::{Context, Poll};
+    /// #     pub trait Stream {
+    /// #         type Item;
+    /// #         fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>>;
+    /// #     }
+    /// # }
+    /// use std::pin::Pin;
+    /// use std::task::{Context, Poll};
+    /// use evloop::signals::{signal, Signal, SIGUSR2};
+    ///
+    /// struct SignalStream(Signal);
+    ///
+    /// impl futures_core::Stream for SignalStream {
+    ///     type Item = ();
+    ///     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
+    ///         Pin::new(&mut self.get_mut().0).poll_next(cx)
+    ///     }
+    /// }
+    ///
+    /// use futures_core::Stream as _;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let got = event_loop.run_until_complete(async {
+    ///     let mut usr2 = SignalStream(signal(SIGUSR2)?);
+    ///     evloop::sys::signal::raise(SIGUSR2)?;
+    ///     Ok::<_, std::io::Error>(std::future::poll_fn(|cx| Pin::new(&mut usr2).poll_next(cx)).await)
+    /// })??;
+    /// assert_eq!(got, Some(()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        self.get_mut().poll_recv(cx)
+    }
 }
 
 impl Drop for Signal {
@@ -399,20 +480,8 @@ pub struct Recv<'a> {
 impl Future for Recv<'_> {
     type Output = Option<()>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
-        let state = &self.signal.state;
-        if state.arrived.replace(false) {
-            return Poll::Ready(Some(()));
-        }
-        if state.closed.get() || self.signal.signals.strong_count() == 0 {
-            return Poll::Ready(None);
-        }
-        let mut waker = state.waker.borrow_mut();
-        match &*waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => *waker = Some(cx.waker().clone()),
-        }
-        Poll::Pending
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        self.signal.poll_recv(cx)
     }
 }
 

@@ -4,18 +4,85 @@
 //! releasing senders, a cancelled sender taking its item back, and `send_blocking` refusing to
 //! deadlock a loop's thread. Also which handles are `Send`/`Sync`, and that the primitives of
 //! `src/task/sync.rs` are cheap handles whose clones share one state.
+//!
+//! Stream-shaped polling: `mpsc::Receiver::poll_next`, `Interval::poll_next` and
+//! `Signal::poll_next`, wrapped the way a user would wrap them for `futures::Stream` (a
+//! stand-in trait of the same shape here) and driven by a hand-written `next()` future,
+//! deliver the same sequence as the async methods. Broadcast and watch: `tests/sync_broadcast.rs`,
+//! `tests/sync_watch.rs`.
 
 mod common;
 
 use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use common::*;
+use evloop::signals::Signal;
 use evloop::task::channel::{mpsc, oneshot};
 use evloop::task::sync::{Event, Queue};
+use evloop::task::{Interval, MissedTick};
+
+/// A stand-in for `futures::Stream`, with its exact `poll_next` signature: what a user crate
+/// would implement for its wrapper types.
+trait Stream {
+    type Item;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>>;
+}
+
+/// The user's wrappers (the orphan rule wants them): each forwards to the inherent
+/// `poll_next`, as the doc comments show.
+struct MpscStream<T>(mpsc::Receiver<T>);
+struct IntervalStream(Interval);
+struct SignalStream(Signal);
+
+impl<T> Stream for MpscStream<T> {
+    type Item = T;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        Pin::new(&mut self.get_mut().0).poll_next(cx)
+    }
+}
+
+impl Stream for IntervalStream {
+    type Item = Instant;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        Pin::new(&mut self.get_mut().0).poll_next(cx)
+    }
+}
+
+impl Stream for SignalStream {
+    type Item = ();
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        Pin::new(&mut self.get_mut().0).poll_next(cx)
+    }
+}
+
+/// A hand-written `StreamExt::next`: the future a stream combinator would build.
+struct Next<'a, S>(&'a mut S);
+
+impl<S: Stream + Unpin> Future for Next<'_, S> {
+    type Output = Option<S::Item>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut *self.0).poll_next(cx)
+    }
+}
+
+/// The signal each backend's stream test raises, so that tests running at once on other
+/// threads do not see each other's arrivals.
+fn signal_for(backend: Backend) -> i32 {
+    use evloop::signals::*;
+    match backend {
+        Backend::Poll => SIGUSR1,
+        Backend::Select => SIGUSR2,
+        Backend::SelectStrict => SIGWINCH,
+        _ => SIGHUP, // epoll or kqueue: only one of them exists on a system
+    }
+}
 
 /// How long a pass-on test waits before calling the wake-up lost (well under the watchdog).
 const LOST: Duration = Duration::from_secs(2);
@@ -230,6 +297,126 @@ per_backend! {
             })
             .unwrap();
         assert!(msg.contains("running an event loop"), "{msg}");
+    }
+
+    // ---------------------------------------------------------------- stream-shaped polling
+
+    fn mpsc_poll_next_and_poll_recv_give_the_same_sequence_as_recv(backend: Backend) {
+        const N: u32 = 300;
+        let lp = new_loop(backend);
+        // Three identical channels fed from threads through a small bounded buffer, so every
+        // consumer waits, is woken, and releases blocked senders many times.
+        let feed = |capacity| {
+            let (tx, rx) = mpsc::bounded(capacity);
+            let worker = std::thread::spawn(move || {
+                for i in 0..N {
+                    tx.send_blocking(i).unwrap();
+                }
+            });
+            (rx, worker)
+        };
+        let (mut by_recv, w1) = feed(2);
+        let (by_stream, w2) = feed(2);
+        let (mut by_poll_recv, w3) = feed(2);
+        let (a, b, c) = lp
+            .run_until_complete(async {
+                let mut a = Vec::new();
+                while let Some(i) = by_recv.recv().await {
+                    a.push(i);
+                }
+                let mut stream = MpscStream(by_stream);
+                let mut b = Vec::new();
+                while let Some(i) = Next(&mut stream).await {
+                    b.push(i);
+                }
+                let end_again = Next(&mut stream).await;
+                let mut c = Vec::new();
+                while let Some(i) = std::future::poll_fn(|cx| by_poll_recv.poll_recv(cx)).await {
+                    c.push(i);
+                }
+                assert_eq!(end_again, None, "an ended stream stays ended");
+                (a, b, c)
+            })
+            .unwrap();
+        assert_eq!(a, (0..N).collect::<Vec<_>>());
+        assert_eq!(b, a, "poll_next delivers what recv delivers");
+        assert_eq!(c, a, "poll_recv delivers what recv delivers");
+        for w in [w1, w2, w3] {
+            w.join().unwrap();
+        }
+    }
+
+    fn interval_poll_next_and_poll_tick_follow_the_same_grid_as_tick(backend: Backend) {
+        const TICKS: u32 = 5;
+        let lp = new_loop(backend);
+        let period = Duration::from_millis(1);
+        // Burst keeps the grid whatever the loop's delays: offsets are exact multiples.
+        let new_interval = || {
+            let mut every = evloop::interval(period);
+            every.set_missed_tick(MissedTick::Burst);
+            every
+        };
+        let (a, b, c) = lp
+            .run_until_complete(async {
+                let mut by_tick = new_interval();
+                let mut a = Vec::new();
+                for _ in 0..TICKS {
+                    a.push(by_tick.tick().await);
+                }
+                let mut stream = IntervalStream(new_interval());
+                let mut b = Vec::new();
+                for _ in 0..TICKS {
+                    b.push(Next(&mut stream).await.expect("an interval never ends"));
+                }
+                let mut by_poll_tick = new_interval();
+                let mut c = Vec::new();
+                for _ in 0..TICKS {
+                    c.push(std::future::poll_fn(|cx| by_poll_tick.poll_tick(cx)).await);
+                }
+                (a, b, c)
+            })
+            .unwrap();
+        let offsets = |ticks: Vec<Instant>| -> Vec<Duration> {
+            ticks.iter().map(|t| *t - ticks[0]).collect()
+        };
+        let expected: Vec<Duration> = (0..TICKS).map(|k| period * k).collect();
+        assert_eq!(offsets(a), expected);
+        assert_eq!(offsets(b), expected, "poll_next follows tick's grid");
+        assert_eq!(offsets(c), expected, "poll_tick follows tick's grid");
+    }
+
+    fn signal_poll_next_and_poll_recv_give_what_recv_gives(backend: Backend) {
+        let lp = new_loop(backend);
+        let sig = signal_for(backend);
+        let got = lp
+            .run_until_complete(async {
+                let mut by_recv = Signal::new(&evloop::current(), sig)?;
+                let mut stream = SignalStream(Signal::new(&evloop::current(), sig)?);
+                let mut by_poll_recv = Signal::new(&evloop::current(), sig)?;
+                let mut got = Vec::new();
+                for _ in 0..3 {
+                    evloop::sys::signal::raise(sig)?;
+                    // One arrival reaches every stream of the signal, once.
+                    got.push((
+                        by_recv.recv().await,
+                        Next(&mut stream).await,
+                        std::future::poll_fn(|cx| by_poll_recv.poll_recv(cx)).await,
+                    ));
+                }
+                Ok::<_, std::io::Error>(got)
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, vec![(Some(()), Some(()), Some(())); 3]);
+        // Once the loop is closed, each way of polling gives None.
+        let mut by_recv = Signal::new(&lp, sig).unwrap();
+        let mut by_poll_recv = Signal::new(&lp, sig).unwrap();
+        let mut stream = SignalStream(Signal::new(&lp, sig).unwrap());
+        lp.close().unwrap();
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert_eq!(Pin::new(&mut by_recv.recv()).poll(&mut cx), Poll::Ready(None));
+        assert_eq!(by_poll_recv.poll_recv(&mut cx), Poll::Ready(None));
+        assert_eq!(Pin::new(&mut stream).poll_next(&mut cx), Poll::Ready(None));
     }
 }
 

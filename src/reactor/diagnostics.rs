@@ -156,6 +156,7 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// What went wrong where nobody could be told directly: passed to the loop's exception
 /// handler ([`EventLoop::set_exception_handler`](crate::EventLoop::set_exception_handler)).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ExceptionContext {
     /// What happened.
     pub message: String,
@@ -163,6 +164,43 @@ pub struct ExceptionContext {
     pub task_name: Option<String>,
     /// Where the task or callback concerned was created.
     pub location: Option<&'static std::panic::Location<'static>>,
+}
+
+impl ExceptionContext {
+    /// A context with a message and nothing else, for code of yours that reports through
+    /// the loop's handler ([`EventLoop::report_exception`](crate::EventLoop::report_exception)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::ExceptionContext;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    /// let s = seen.clone();
+    /// event_loop.set_exception_handler(move |_, ctx| s.borrow_mut().push(ctx.to_string()));
+    /// event_loop.report_exception(&ExceptionContext::new("the cache is gone").with_task_name("sync"));
+    /// assert_eq!(*seen.borrow(), ["the cache is gone (task sync)"]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn new(message: impl Into<String>) -> ExceptionContext {
+        ExceptionContext {
+            message: message.into(),
+            task_name: None,
+            location: None,
+        }
+    }
+
+    /// The same context, naming the task concerned.
+    pub fn with_task_name(mut self, name: impl Into<String>) -> ExceptionContext {
+        self.task_name = Some(name.into());
+        self
+    }
+
+    /// The same context, with where the task or callback concerned was created.
+    pub fn with_location(mut self, location: &'static std::panic::Location<'static>) -> Self {
+        self.location = Some(location);
+        self
+    }
 }
 
 impl fmt::Display for ExceptionContext {

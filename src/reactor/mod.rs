@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!  event_loop.rs   EventLoop and the state its clones share (Inner); run / stop / stats
+//!  builder.rs      EventLoop::builder(): backend, modes, thresholds, with or without env
 //!  iteration.rs    the six steps of one iteration, one function each
 //!  scheduling.rs   call_soon / call_later / call_at / add_reader / add_writer / remove_*
 //!  close.rs        close() and drop, panic-safe
@@ -22,6 +23,7 @@
 //! down: the scheduling verbs fill the deque, the heap and the registry; `iteration.rs` drains
 //! them through the selector (`evloop-sys`) and runs what is ready.
 
+mod builder;
 mod close;
 pub mod diagnostics;
 mod event_loop;
@@ -36,6 +38,7 @@ mod timers;
 pub(crate) mod trace;
 mod weak;
 
+pub use builder::Builder;
 pub use diagnostics::{Diagnostic, DiagnosticKind, ExceptionContext};
 pub use event_loop::{current, try_current, EventLoop, Stats, DEFAULT_SLOW_CALLBACK, MAX_DELAY};
 pub use handle::{Handle, TimerHandle};

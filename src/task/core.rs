@@ -39,6 +39,7 @@ use crate::reactor::{Abandoned, Key, Runnable};
 
 /// Why a task did not produce its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskError {
     /// [`Task::cancel`] (or a [`TaskGroup`](crate::TaskGroup) sibling's failure, or the loop's
     /// close) dropped the future before it finished.

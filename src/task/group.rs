@@ -88,6 +88,7 @@ impl<T, E> Shared<T, E> {
 /// assert_eq!(outcome, Err(GroupError::Failed("no disk")));
 /// # Ok::<(), std::io::Error>(())
 /// ```
+#[must_use = "a TaskGroup does nothing unless joined: call join().await (or cancel())"]
 pub struct TaskGroup<T, E> {
     shared: Rc<Shared<T, E>>,
     cancelled: Cell<bool>,

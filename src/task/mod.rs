@@ -19,6 +19,7 @@ mod group;
 mod pool;
 mod promise;
 mod run;
+mod select;
 pub mod sync;
 mod time;
 mod waker;
@@ -27,9 +28,10 @@ use std::future::Future;
 use std::panic::Location;
 
 pub use self::core::{Task, TaskError};
+pub use run::{run, Stopped};
 #[doc(hidden)]
-pub use combinators::{__join, JoinTuple, MaybeDone};
-pub use combinators::{join_all, race, select, Either, JoinAll};
+pub use combinators::{__join, __try_join, JoinTuple, MaybeDone, TryJoinTuple};
+pub use combinators::{join_all, race, select, try_join_all, Either, JoinAll, TryJoinAll};
 pub use group::{GroupError, TaskGroup};
 pub use pool::{
     idle_timeout, max_threads, pool_stats, set_idle_timeout, set_max_threads, to_thread, PoolStats,

@@ -84,6 +84,7 @@ pub fn set_idle_timeout(timeout: Duration) {
 
 /// A snapshot of the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolStats {
     /// Threads alive now.
     pub threads: usize,
@@ -178,6 +179,7 @@ struct Slot<T> {
 }
 
 /// The future of [`to_thread`].
+#[must_use = "futures do nothing unless awaited; the job runs anyway, but its result is lost"]
 pub struct ToThread<T> {
     slot: Arc<Mutex<Slot<T>>>,
 }

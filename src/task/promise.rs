@@ -29,6 +29,7 @@ use crate::reactor::Inner;
 
 /// Why a promise holds no value.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum PromiseError {
     /// [`Promise::cancel`] was called.
     Cancelled,

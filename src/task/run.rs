@@ -28,7 +28,8 @@ impl EventLoop {
     ///
     /// # Errors
     /// As [`run_forever`](EventLoop::run_forever); also when [`stop`](EventLoop::stop) is
-    /// called before the future completed (the future is dropped).
+    /// called before the future completed (the future is dropped): that error holds a
+    /// [`Stopped`], so [`Stopped::is`] tells it apart from the others.
     ///
     /// # Panics
     /// A panic in `future` itself propagates (a panic inside a spawned task does not: it
@@ -67,9 +68,7 @@ impl EventLoop {
                 }
             }
             if self.is_stopping() {
-                return Err(io::Error::other(
-                    "run_until_complete: the loop was stopped before the future completed",
-                ));
+                return Err(io::Error::other(Stopped));
             }
             // Poll without blocking if the future was woken meanwhile.
             self.iterate(main.is_woken())?;
@@ -116,3 +115,90 @@ impl EventLoop {
         spawn_on(self, future, Location::caller())
     }
 }
+
+/// Runs `future` to completion on a fresh loop, then closes the loop (asyncio's
+/// `asyncio.run`): the usual `main` of an evloop program.
+///
+/// The loop is made with [`EventLoop::new`] (so `EVLOOP_BACKEND`, `EVLOOP_DEBUG` and
+/// `EVLOOP_TRACE` apply; use [`EventLoop::builder`] and `run_until_complete` for more
+/// control). Tasks still pending when `future` finishes are cancelled (their futures dropped,
+/// releasing what they hold) and reported through the loop's diagnostics (by default one
+/// line on stderr), since nobody will ever see their results.
+///
+/// # Errors
+/// The error of creating the loop, or of running it (see
+/// [`EventLoop::run_until_complete`]).
+///
+/// # Panics
+/// If a loop is already running on this thread (use `spawn` there instead), with advice.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// fn main() -> std::io::Result<()> {
+///     let answer = evloop::run(async {
+///         evloop::sleep(Duration::from_millis(1)).await;
+///         42
+///     })?;
+///     assert_eq!(answer, 42);
+///     Ok(())
+/// }
+/// ```
+pub fn run<F: Future>(future: F) -> io::Result<F::Output> {
+    if let Some(running) = crate::reactor::try_current() {
+        panic!(
+            "evloop::run called while a loop is running on this thread ({:?}): spawn the \
+             future on the running loop instead (evloop::spawn)",
+            running.backend()
+        );
+    }
+    let event_loop = EventLoop::new()?;
+    let output = event_loop.run_until_complete(future);
+    let pending = event_loop.stats().tasks;
+    if pending > 0 {
+        event_loop.report_exception(&crate::reactor::ExceptionContext::new(format!(
+            "evloop::run: {pending} task(s) still pending when the main future finished were \
+             cancelled"
+        )));
+    }
+    event_loop.close()?;
+    output
+}
+
+/// What [`EventLoop::run_until_complete`] returns, inside an `io::Error` of kind `Other`,
+/// when [`EventLoop::stop`] was called before its future completed (the future was dropped).
+///
+/// # Examples
+///
+/// ```
+/// use evloop::Stopped;
+/// let event_loop = evloop::EventLoop::new()?;
+/// let err = event_loop
+///     .run_until_complete(async {
+///         evloop::current().stop();
+///         std::future::pending::<()>().await
+///     })
+///     .unwrap_err();
+/// assert!(Stopped::is(&err));
+/// assert_eq!(err.to_string(), "run_until_complete: the loop was stopped before the future completed");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stopped;
+
+impl Stopped {
+    /// Whether `err` is the "stopped before completion" error of `run_until_complete`.
+    pub fn is(err: &io::Error) -> bool {
+        err.get_ref().is_some_and(|e| e.is::<Stopped>())
+    }
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("run_until_complete: the loop was stopped before the future completed")
+    }
+}
+
+impl std::error::Error for Stopped {}

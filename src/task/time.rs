@@ -16,6 +16,7 @@ use super::promise::Promise;
 use crate::reactor::{TimerHandle, MAX_DELAY};
 
 /// The future of [`sleep`] and [`sleep_until`].
+#[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
     armed: Option<(Promise<()>, TimerHandle)>,
@@ -120,6 +121,29 @@ impl fmt::Display for Elapsed {
 
 impl std::error::Error for Elapsed {}
 
+/// An elapsed deadline as an `io::Error` of kind `TimedOut` (so `?` works in functions that
+/// return `io::Result`), with the [`Elapsed`] inside (`get_ref()` / `downcast`).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let event_loop = evloop::EventLoop::new()?;
+/// let err = event_loop.run_until_complete(async {
+///     evloop::timeout(Duration::from_millis(1), evloop::sleep(Duration::from_secs(3600)))
+///         .await
+///         .map_err(std::io::Error::from)
+/// })?
+/// .unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+impl From<Elapsed> for std::io::Error {
+    fn from(e: Elapsed) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
+
 /// Runs `future` for at most `delay` (asyncio's `wait_for`). If the delay passes first,
 /// `future` is dropped (releasing what it held) and the result is `Err(Elapsed)`.
 ///
@@ -213,6 +237,7 @@ pub fn interval(period: Duration) -> Interval {
 
 /// A periodic timer for tasks (from [`interval`]).
 #[derive(Debug)]
+#[must_use = "an Interval ticks only when tick() is awaited"]
 pub struct Interval {
     next: Instant,
     period: Duration,
@@ -224,10 +249,34 @@ impl Interval {
     /// Waits for the next tick and returns the instant it was scheduled for (never later
     /// than now, never before it is due).
     pub async fn tick(&mut self) -> Instant {
+        std::future::poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// The poll behind [`tick`](Interval::tick), for hand-written futures and stream
+    /// adapters: `Ready(scheduled)` when a tick is due, else `Pending` with the timer armed to
+    /// wake `cx`'s waker. Polling it is cancel-safe: a tick is consumed only when it returns
+    /// `Ready`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_until_complete(async {
+    ///     let mut every = evloop::task::interval(Duration::from_millis(2));
+    ///     let first = std::future::poll_fn(|cx| every.poll_tick(cx)).await;
+    ///     let second = every.tick().await; // the same grid, by either method
+    ///     assert_eq!(second - first, Duration::from_millis(2));
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         if self.sleep.deadline() != self.next {
             self.sleep.reset(self.next);
         }
-        (&mut self.sleep).await;
+        if Pin::new(&mut self.sleep).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
         let scheduled = self.next;
         let now = Instant::now();
         self.next = match self.missed {
@@ -245,7 +294,52 @@ impl Interval {
             }
         };
         self.sleep.reset(self.next);
-        scheduled
+        Poll::Ready(scheduled)
+    }
+
+    /// [`poll_tick`](Interval::poll_tick) in the exact shape of `futures::Stream::poll_next`
+    /// (never `None`: an interval never ends), so that a crate using `futures` (which evloop
+    /// does not depend on) can make an interval a `Stream` in a few lines, with a wrapper type
+    /// of its own (the orphan rule forbids implementing a foreign trait for a foreign type).
+    ///
+    /// # Examples
+    ///
+    /// The adapter, as it would read with `futures_core::Stream`; a stand-in trait of the same
+    /// shape replaces it here so the example compiles without the crate:
+    ///
+    /// ```
+    /// # mod futures_core {
+    /// #     use std::pin::Pin;
+    /// #     use std::task::{Context, Poll};
+    /// #     pub trait Stream {
+    /// #         type Item;
+    /// #         fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>>;
+    /// #     }
+    /// # }
+    /// use std::pin::Pin;
+    /// use std::task::{Context, Poll};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// struct IntervalStream(evloop::task::Interval);
+    ///
+    /// impl futures_core::Stream for IntervalStream {
+    ///     type Item = Instant;
+    ///     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+    ///         Pin::new(&mut self.get_mut().0).poll_next(cx)
+    ///     }
+    /// }
+    ///
+    /// use futures_core::Stream as _;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_until_complete(async {
+    ///     let mut ticks = IntervalStream(evloop::task::interval(Duration::from_millis(1)));
+    ///     let first = std::future::poll_fn(|cx| Pin::new(&mut ticks).poll_next(cx)).await;
+    ///     assert!(first.is_some());
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        self.get_mut().poll_tick(cx).map(Some)
     }
 
     /// Chooses what to do about missed ticks.

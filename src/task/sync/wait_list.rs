@@ -2,11 +2,11 @@
 //! `channel.rs` too: a FIFO of wakers sorted by a growing [`WaiterId`], and the [`Stage`] a
 //! wait-list future is in.
 //!
-//! Layer: task layer, under `event.rs`, `queue.rs`, `semaphore.rs` and `channel.rs`. A future
-//! that must wait pushes its waker at the back ([`WaitList::push_back`]) and remembers its id;
-//! whoever makes progress possible serves waiters from the front
-//! ([`WaitList::pop_front`]) and wakes them; a dropped future removes itself
-//! ([`WaitList::remove`]). The costs are in the module docs of `sync.rs`.
+//! Layer: task layer, under `event.rs`, `queue.rs`, `semaphore.rs`, `mutex.rs`, `rwlock.rs`,
+//! `notify.rs`, `barrier.rs` and `channel.rs`. A future that must wait pushes its waker at
+//! the back ([`WaitList::push_back`]) and remembers its id; whoever makes progress possible
+//! serves waiters from the front ([`WaitList::pop_front`]) and wakes them; a dropped future
+//! removes itself ([`WaitList::remove`]). The costs are in the module docs of `sync.rs`.
 
 use std::collections::VecDeque;
 use std::task::Waker;
@@ -104,6 +104,15 @@ impl<E> WaitList<E> {
     /// Serves every waiter at once.
     pub(crate) fn take_all(&mut self) -> VecDeque<Waiter<E>> {
         std::mem::take(&mut self.entries)
+    }
+
+    /// Serves every waiter from `index` on, at once; the first `index` stay parked.
+    ///
+    /// It serves waiters from the back, so [`was_served`](WaitList::was_served) cannot tell
+    /// them: a user of `split_off` tells a served waiter by its absence from the list
+    /// (`notify.rs` does).
+    pub(crate) fn split_off(&mut self, index: usize) -> VecDeque<Waiter<E>> {
+        self.entries.split_off(index.min(self.entries.len()))
     }
 
     /// The waiters, first to last.

@@ -1,0 +1,116 @@
+//! [`Builder`]: an [`EventLoop`] configured in code, with or without the environment.
+//!
+//! Layer: reactor, beside `event_loop.rs`. [`EventLoop::new`] reads `EVLOOP_BACKEND`,
+//! `EVLOOP_DEBUG` and `EVLOOP_TRACE` (handy for a program's users, who can switch backends
+//! without recompiling); an embedder that must not be steered by its environment, or a test
+//! that wants one exact configuration, says so here. Every setting left unset falls back to
+//! the environment, or, after [`Builder::ignore_env`], to the built-in default.
+
+use std::io;
+use std::time::Duration;
+
+use evloop_sys::Backend;
+
+use crate::reactor::event_loop::EventLoop;
+
+/// Configures and creates an [`EventLoop`] (from [`EventLoop::builder`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::{Backend, EventLoop};
+///
+/// let event_loop = EventLoop::builder()
+///     .backend(Backend::Poll)
+///     .debug(true)
+///     .slow_callback_duration(Duration::from_millis(20))
+///     .ignore_env() // EVLOOP_* variables change nothing
+///     .build()?;
+/// assert_eq!(event_loop.backend(), Backend::Poll);
+/// assert!(event_loop.debug());
+/// assert_eq!(event_loop.slow_callback_duration(), Duration::from_millis(20));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use = "a Builder makes nothing until build() is called"]
+pub struct Builder {
+    backend: Option<Backend>,
+    debug: Option<bool>,
+    trace: Option<bool>,
+    slow_callback: Option<Duration>,
+    ignore_env: bool,
+}
+
+impl Builder {
+    /// The backend to run on (default: `EVLOOP_BACKEND`, else the platform's best).
+    pub fn backend(mut self, backend: Backend) -> Builder {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Debug mode on or off (default: `EVLOOP_DEBUG`, else off). See
+    /// [`EventLoop::set_debug`].
+    pub fn debug(mut self, on: bool) -> Builder {
+        self.debug = Some(on);
+        self
+    }
+
+    /// Trace mode on or off (default: `EVLOOP_TRACE`, else off). See
+    /// [`EventLoop::set_trace`].
+    pub fn trace(mut self, on: bool) -> Builder {
+        self.trace = Some(on);
+        self
+    }
+
+    /// Debug mode's slow-callback threshold (default 100 ms). See
+    /// [`EventLoop::set_slow_callback_duration`].
+    pub fn slow_callback_duration(mut self, duration: Duration) -> Builder {
+        self.slow_callback = Some(duration);
+        self
+    }
+
+    /// Ignore `EVLOOP_BACKEND`, `EVLOOP_DEBUG` and `EVLOOP_TRACE`: what is not set here takes
+    /// the built-in default (the platform's best backend, debug and trace off).
+    pub fn ignore_env(mut self) -> Builder {
+        self.ignore_env = true;
+        self
+    }
+
+    /// Creates the loop.
+    ///
+    /// # Errors
+    /// As [`EventLoop::with_backend`]; and, unless the environment is ignored or a backend
+    /// was given, an `EVLOOP_BACKEND` that names no available backend (as
+    /// [`EventLoop::new`]).
+    pub fn build(self) -> io::Result<EventLoop> {
+        let backend = match self.backend {
+            Some(backend) => backend,
+            None if self.ignore_env => Backend::platform_default(),
+            None => Backend::from_env()?,
+        };
+        let event_loop = EventLoop::with_backend(backend)?;
+        let inner = &event_loop.inner;
+        // `with_backend` read EVLOOP_DEBUG / EVLOOP_TRACE; what was said here wins, and
+        // ignoring the environment means the defaults (off).
+        let from_env = |value: bool| !self.ignore_env && value;
+        inner
+            .debug
+            .set(self.debug.unwrap_or_else(|| from_env(inner.debug.get())));
+        inner
+            .trace
+            .set(self.trace.unwrap_or_else(|| from_env(inner.trace.get())));
+        if let Some(duration) = self.slow_callback {
+            inner.slow_callback.set(duration);
+        }
+        Ok(event_loop)
+    }
+}
+
+impl EventLoop {
+    /// A [`Builder`] for a loop configured in code (backend, debug and trace modes, the
+    /// slow-callback threshold, and whether `EVLOOP_*` variables apply).
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+}
