@@ -25,9 +25,43 @@
 //! `WouldBlock`.
 
 /// `AsFd`, `AsRawFd` and `Debug` for a public socket type whose `io` field is a
-/// `socket::Socket` or an `accept::Listener` (their `fmt_named` writes the `Debug`).
+/// `socket::Socket` or an `accept::Listener` (their `fmt_named` writes the `Debug`); and the
+/// conversions to and from its std counterpart `$std` and `OwnedFd`, through the type's
+/// `from_std` / `into_std`. From std (or a raw `OwnedFd`) is `TryFrom`: making the socket
+/// non-blocking is a syscall that can fail.
 macro_rules! socket_traits {
-    ($t:ty) => {
+    ($t:ty, $std:ty) => {
+        impl TryFrom<$std> for $t {
+            type Error = std::io::Error;
+
+            fn try_from(socket: $std) -> std::io::Result<$t> {
+                <$t>::from_std(socket)
+            }
+        }
+
+        impl From<$t> for $std {
+            fn from(socket: $t) -> $std {
+                socket.into_std()
+            }
+        }
+
+        /// Takes ownership of an fd that must be a socket of the right kind (as std's
+        /// `From<OwnedFd>` for its socket types); sets `O_NONBLOCK`.
+        impl TryFrom<std::os::fd::OwnedFd> for $t {
+            type Error = std::io::Error;
+
+            fn try_from(fd: std::os::fd::OwnedFd) -> std::io::Result<$t> {
+                <$t>::from_std(<$std>::from(fd))
+            }
+        }
+
+        /// Deregisters and gives the fd back, still non-blocking.
+        impl From<$t> for std::os::fd::OwnedFd {
+            fn from(socket: $t) -> std::os::fd::OwnedFd {
+                std::os::fd::OwnedFd::from(socket.into_std())
+            }
+        }
+
         impl std::os::fd::AsFd for $t {
             fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
                 std::os::fd::AsFd::as_fd(&self.io)

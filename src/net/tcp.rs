@@ -269,7 +269,7 @@ impl TcpListener {
     }
 }
 
-super::socket_traits!(TcpListener);
+super::socket_traits!(TcpListener, std::net::TcpListener);
 
 // ---------------------------------------------------------------------------------------
 // Stream
@@ -502,4 +502,4 @@ impl TcpStream {
     }
 }
 
-super::socket_traits!(TcpStream);
+super::socket_traits!(TcpStream, std::net::TcpStream);

@@ -209,18 +209,4 @@ impl UdpSocket {
     }
 }
 
-impl TryFrom<std::net::UdpSocket> for UdpSocket {
-    type Error = io::Error;
-
-    fn try_from(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
-        UdpSocket::from_std(socket)
-    }
-}
-
-impl From<UdpSocket> for std::net::UdpSocket {
-    fn from(socket: UdpSocket) -> std::net::UdpSocket {
-        socket.into_std()
-    }
-}
-
-super::socket_traits!(UdpSocket);
+super::socket_traits!(UdpSocket, std::net::UdpSocket);

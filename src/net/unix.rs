@@ -197,7 +197,7 @@ impl UnixListener {
     }
 }
 
-super::socket_traits!(UnixListener);
+super::socket_traits!(UnixListener, std::os::unix::net::UnixListener);
 
 // ---------------------------------------------------------------------------------------
 // Stream
@@ -389,7 +389,7 @@ impl UnixStream {
     }
 }
 
-super::socket_traits!(UnixStream);
+super::socket_traits!(UnixStream, std::os::unix::net::UnixStream);
 
 // ---------------------------------------------------------------------------------------
 // Datagram
@@ -607,4 +607,4 @@ impl UnixDatagram {
     }
 }
 
-super::socket_traits!(UnixDatagram);
+super::socket_traits!(UnixDatagram, std::os::unix::net::UnixDatagram);

@@ -133,6 +133,7 @@ where
 }
 
 /// The future of [`join_all`].
+#[must_use = "futures do nothing unless awaited"]
 pub struct JoinAll<F: Future> {
     items: Vec<MaybeDone<F>>,
 }
@@ -209,6 +210,7 @@ where
 }
 
 /// The future of [`try_join_all`].
+#[must_use = "futures do nothing unless awaited"]
 pub struct TryJoinAll<F: Future> {
     /// `None` once finished: the sub-futures are dropped as soon as the result is known.
     items: Option<Vec<MaybeDone<F>>>,

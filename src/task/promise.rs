@@ -103,6 +103,7 @@ struct PromiseInner<T> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[doc(alias = "Future")]
+#[must_use = "a Promise does nothing unless completed or awaited"]
 pub struct Promise<T> {
     inner: Rc<PromiseInner<T>>,
 }
