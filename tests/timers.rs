@@ -123,11 +123,13 @@ per_backend! {
 
     fn edge_38_a_cancelled_near_timer_causes_no_wakeup(backend: Backend) {
         let lp = new_loop(backend);
+        // Read before scheduling: the deadline is at least 60 ms after this instant however
+        // slowly the next lines run (under valgrind, say).
+        let start = Instant::now();
         let near = lp.call_later(Duration::from_millis(5), |_| panic!("cancelled"));
         lp.call_later(Duration::from_millis(60), |_| {});
         near.cancel();
         let before = lp.stats().iterations;
-        let start = Instant::now();
         lp.run_once().unwrap();
         // One iteration slept until the live timer: the cancelled one set no deadline.
         assert!(start.elapsed() >= Duration::from_millis(60));
@@ -153,8 +155,12 @@ per_backend! {
             lp.call_later(Duration::ZERO, move |lp| rearm(lp, fires));
         }
         let f = fires.clone();
-        lp.call_soon(move |lp| rearm(lp, f));
-        lp.call_later(Duration::from_millis(20), |lp| lp.stop());
+        lp.call_soon(move |lp| {
+            rearm(lp, f);
+            // Armed after the first zero-delay timer, so it can only come due after it: the
+            // chain has fired at least twice when it stops the loop, however slow the machine.
+            lp.call_later(Duration::from_millis(20), |lp| lp.stop());
+        });
         lp.run_forever().unwrap();
         assert!(fires.get() > 1);
     }
@@ -191,5 +197,72 @@ per_backend! {
         });
         lp.run_forever().unwrap();
         assert!(result.get().unwrap() >= Duration::from_millis(20));
+    }
+
+    fn edge_40_call_at_200_years_ahead_is_kept_and_waited_on_without_overflow(backend: Backend) {
+        // No watchdog: the far timer must be the nearest deadline, so the wait's timeout is
+        // computed from it (200 years, beyond every backend's timeout type: clamped in sys).
+        let lp = evloop::EventLoop::with_backend(backend).unwrap();
+        let far = lp.time() + Duration::from_secs(200 * 366 * 24 * 3600);
+        let timer = lp.call_at(far, |_| panic!("a timer 200 years away fired"));
+        assert_eq!(timer.when(), far, "call_at keeps the Instant as it is");
+        let remote = lp.remote();
+        let waker = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            remote.call_soon_threadsafe(|lp| lp.stop()).unwrap();
+        });
+        lp.run_forever().unwrap(); // blocked on the 200-year timeout until the stop arrived
+        waker.join().unwrap();
+        assert!(!timer.is_done());
+        assert_eq!(lp.stats().timers, 1);
+        timer.cancel();
+    }
+
+    fn edge_40_call_at_far_in_the_past_runs_at_once_in_deadline_order(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let now = lp.time();
+        let mut expected = Vec::new();
+        // Farther in the past first in the expected order; an Instant the clock cannot
+        // represent (checked_sub gives None) is skipped, not a panic.
+        for years in [1_000_000u64, 200, 1] {
+            if let Some(past) = now.checked_sub(Duration::from_secs(years * 365 * 24 * 3600)) {
+                let l = log.clone();
+                lp.call_at(past, move |_| l.push(format!("{years} years ago")));
+                expected.push(format!("{years} years ago"));
+            }
+        }
+        assert!(now.checked_sub(Duration::MAX).is_none());
+        let l = log.clone();
+        lp.call_soon(move |_| l.push("soon".to_string()));
+        lp.run_nowait().unwrap();
+        expected.insert(0, "soon".to_string()); // ready before step 5 queues the timers
+        assert_eq!(log.get(), expected);
+    }
+
+    fn edge_40_timeout_and_sleep_of_duration_max_never_overflow(backend: Backend) {
+        let lp = new_loop(backend);
+        let timers = lp.stats().timers; // the watchdog's
+        let out = lp
+            .run_until_complete(async {
+                let quick = evloop::timeout(Duration::MAX, async {
+                    evloop::yield_now().await;
+                    7
+                })
+                .await;
+                let sleeper = evloop::spawn(evloop::sleep(Duration::MAX));
+                let waits = evloop::spawn(evloop::timeout(Duration::MAX, std::future::pending::<()>()));
+                for _ in 0..3 {
+                    evloop::yield_now().await;
+                }
+                let parked = !sleeper.is_done() && !waits.is_done();
+                sleeper.cancel();
+                waits.cancel();
+                (quick, parked)
+            })
+            .unwrap();
+        assert_eq!(out, (Ok(7), true));
+        assert_eq!(lp.stats().timers, timers, "the clamped timers were released");
+        assert_eq!(lp.stats().tasks, 0);
     }
 }

@@ -61,9 +61,18 @@ impl Inner {
             return Vec::new();
         }
         let mut panics = Vec::new();
+        // In the child of a fork() the selector's and the waker's fds may not be ours (a kqueue
+        // is not inherited: its number may name a file the child opened since): they are left
+        // open, never closed by number (docs/07-threads-and-wakeups.md, "After fork()").
+        let forked = self.remote.forked();
         let (remote, buffer) = {
             let mut state = self.remote.lock();
-            state.waker = None; // closes the eventfd/pipe under the lock
+            let waker = state.waker.take(); // closes the eventfd/pipe under the lock
+            if forked {
+                std::mem::forget(waker);
+            } else {
+                drop(waker);
+            }
             state.pending = false;
             let queue = std::mem::take(&mut state.queue);
             (queue, std::mem::take(&mut *self.remote_buffer.borrow_mut()))
@@ -111,7 +120,11 @@ impl Inner {
         let registry = self.registry.borrow_mut().take();
         if let Some(mut registry) = registry {
             let watchers = registry.take_watchers();
-            drop(registry); // closes the epoll/kqueue fd
+            if forked {
+                std::mem::forget(registry);
+            } else {
+                drop(registry); // closes the epoll/kqueue fd
+            }
             for watcher in watchers {
                 watcher.cancelled.set(true);
                 catching(&mut panics, move || drop(watcher));

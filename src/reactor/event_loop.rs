@@ -98,6 +98,10 @@ pub(crate) struct Inner {
     pub(crate) runnables: RefCell<Runnables>,
     /// This loop's number in the per-thread table that task wakers look it up in.
     pub(crate) id: LoopId,
+    /// The process that created the loop (`std::process::id()`), for the error message: after
+    /// `fork()` the child holds a copy of the loop whose fds are the parent's, and `enter`
+    /// refuses to run it (the check itself is the remote's fork generation: one atomic load).
+    pub(crate) pid: u32,
     pub(crate) exception_handler: RefCell<Option<Rc<ExceptionHandler>>>,
     /// Where diagnostics go; `None`: stderr.
     pub(crate) diagnostics: RefCell<Option<Rc<DiagnosticsHandler>>>,
@@ -212,6 +216,7 @@ impl EventLoop {
                 remote_buffer: RefCell::new(Vec::new()),
                 runnables: RefCell::new(Runnables::default()),
                 id,
+                pid: std::process::id(),
                 exception_handler: RefCell::new(None),
                 diagnostics: RefCell::new(None),
                 backend,
@@ -467,6 +472,16 @@ impl EventLoop {
     }
 }
 
+/// The error of running a loop in the child of a `fork()` (docs/07, "After fork()").
+#[cold]
+pub(crate) fn forked_error(what: &str, creator: u32, child: u32) -> io::Error {
+    io::Error::other(format!(
+        "{what}: this event loop was created in process {creator}; after fork() the child \
+         (process {child}) must create its own loop: drop this one (its fds are the parent's) \
+         and call EventLoop::new()"
+    ))
+}
+
 #[cold]
 #[track_caller]
 fn closed_panic(what: &str) -> ! {
@@ -479,6 +494,10 @@ impl EventLoop {
     pub(crate) fn enter(&self, what: &str) -> io::Result<RunningGuard> {
         if self.inner.closed.get() {
             return Err(closed_error(what));
+        }
+        // One atomic load per `run_*` call (docs/07-threads-and-wakeups.md, "After fork()").
+        if self.inner.remote.forked() {
+            return Err(forked_error(what, self.inner.pid, std::process::id()));
         }
         if self.inner.running.get() {
             return Err(io::Error::new(
@@ -625,6 +644,7 @@ pub(crate) fn running_loop() -> Option<EventLoop> {
 /// Tests use it to check performance promises as behaviour (e.g. "removing and re-adding a
 /// reader within one iteration makes no interest change"); the benchmarks to count work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Iterations run (`run_once` steps 1–6).
     pub iterations: u64,

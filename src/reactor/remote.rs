@@ -21,8 +21,15 @@
 //! drained, so a wake sent before the loop blocks ends its next wait at once.
 //! **Close**: the waker fd is closed under the lock too, so no producer can ever write to a
 //! closed (and possibly reused) fd number.
+//! **A failed wake**: `pending` is set only when the write succeeded or found a wake already
+//! pending (`EAGAIN`); on any other error the item is refused (`LoopClosed`) and `pending`
+//! stays false, so the next post writes again instead of trusting a wake that never happened.
+//! **Fork**: the state remembers the creating process; in the child of a `fork()` every post
+//! is refused, since its waker fd is the parent's (docs/07-threads-and-wakeups.md, "After
+//! fork()").
 
 use std::fmt;
+use std::io;
 use std::panic::Location;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -43,20 +50,35 @@ pub(crate) struct RemoteState {
     pub(crate) queue: Vec<RemoteItem>,
     pub(crate) pending: bool,
     pub(crate) waker: Option<Waker>,
+    /// Test seam: while set, every wake fails with this error instead of writing the waker.
+    #[cfg(test)]
+    pub(crate) fault: Option<io::ErrorKind>,
 }
 
 impl RemoteState {
     /// Wakes the loop unless a wake is already pending (coalescing), and queues `item` if
-    /// any; `Err(LoopClosed)` once the loop is closed. Called under the lock, so the waker's
-    /// fd cannot be closed (and its number reused) under our feet.
-    fn post(&mut self, item: Option<RemoteItem>) -> Result<(), LoopClosed> {
+    /// any. Refused once the loop is closed, or when the waker's write fails: the item comes
+    /// back in the `Err`, to be dropped after the lock is released (dropping a closure runs
+    /// user code, which may post again).
+    /// Called under the lock, so the waker's fd cannot be closed (and its number reused)
+    /// under our feet.
+    ///
+    /// `pending` means "a wake was delivered and not yet drained": it is set only when the
+    /// write succeeded or found a wake already pending (`EAGAIN`). After any other error it
+    /// stays false and the item is not queued, so every queued item is covered by a
+    /// delivered wake, and the next post writes again.
+    fn post(&mut self, item: Option<RemoteItem>) -> Result<(), Option<RemoteItem>> {
         let Some(waker) = &self.waker else {
-            return Err(LoopClosed);
+            return Err(item);
         };
         if !self.pending {
-            // EAGAIN means a wake is already pending: fine. Any other error is impossible for
-            // an eventfd/pipe we own, and would only delay the item, never lose it.
-            let _ = waker.wake();
+            match self.wake(waker) {
+                Ok(()) => {}
+                // `Waker::wake` reports `EAGAIN` as success already; kept for any waker
+                // that passes it through: it means "already pending".
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return Err(item),
+            }
             self.pending = true;
         }
         if let Some(item) = item {
@@ -64,10 +86,23 @@ impl RemoteState {
         }
         Ok(())
     }
+
+    /// Writes the waker (or, in unit tests, fails as `fault` says).
+    fn wake(&self, waker: &Waker) -> io::Result<()> {
+        #[cfg(test)]
+        if let Some(kind) = self.fault {
+            return Err(io::Error::from(kind));
+        }
+        waker.wake()
+    }
 }
 
 pub(crate) struct Shared {
     state: Mutex<RemoteState>,
+    /// The fork generation the loop was made in (`evloop_sys::process::fork_generation`):
+    /// in the child of a `fork()` the waker fd is the parent's, and nobody would ever run
+    /// what is queued, so every post is refused.
+    fork_generation: u64,
 }
 
 impl Shared {
@@ -77,7 +112,35 @@ impl Shared {
                 queue: Vec::new(),
                 pending: false,
                 waker: Some(waker),
+                #[cfg(test)]
+                fault: None,
             }),
+            fork_generation: evloop_sys::process::fork_generation(),
+        })
+    }
+
+    /// Whether this is the child of a `fork()` (not the process that created the loop): one
+    /// atomic load, outside the lock (no `getpid` system call per post).
+    pub(crate) fn forked(&self) -> bool {
+        evloop_sys::process::fork_generation() != self.fork_generation
+    }
+
+    /// Posts the item `make` builds (or only wakes, for `None`): refused in a forked child,
+    /// once closed (before `make` runs: nothing to drop), or when the wake fails. A refused
+    /// item is dropped here, after the lock is released.
+    fn post(&self, make: impl FnOnce() -> Option<RemoteItem>) -> Result<(), LoopClosed> {
+        if self.forked() {
+            return Err(LoopClosed);
+        }
+        let mut state = self.lock();
+        if state.waker.is_none() {
+            return Err(LoopClosed);
+        }
+        let result = state.post(make());
+        drop(state);
+        result.map_err(|refused| {
+            drop(refused);
+            LoopClosed
         })
     }
 
@@ -85,18 +148,23 @@ impl Shared {
     /// loop (coalesced like callbacks). A closed loop ignores it: waking a task of a dead loop
     /// is a no-op.
     pub(crate) fn wake_key(&self, key: Key) {
-        let _ = self.lock().post(Some(RemoteItem::Wake(key)));
+        let _ = self.post(|| Some(RemoteItem::Wake(key)));
     }
 
     /// Wakes the loop without queueing anything (coalesced).
     pub(crate) fn wake_loop(&self) {
-        let _ = self.lock().post(None);
+        let _ = self.post(|| None);
     }
 
     /// Locks the state. A producer that panicked while holding the lock cannot leave it
     /// inconsistent (every critical section is a push or a swap), so poisoning is ignored.
     pub(crate) fn lock(&self) -> MutexGuard<'_, RemoteState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether posting is pointless: the loop is closed or dropped, or this is a forked child.
+    fn is_closed(&self) -> bool {
+        self.forked() || self.lock().waker.is_none()
     }
 }
 
@@ -128,7 +196,10 @@ impl Remote {
     /// the order they were sent. Many calls before the loop wakes coalesce into one wake-up.
     ///
     /// # Errors
-    /// [`LoopClosed`] if the loop was closed or dropped; `callback` is dropped.
+    /// [`LoopClosed`], and `callback` is dropped, if the loop was closed or dropped, if this
+    /// process is the child of a `fork()` made after the loop was created (the loop belongs
+    /// to the parent), or if the write that wakes the loop failed (its waker is broken; the
+    /// next call tries again).
     #[track_caller]
     #[doc(alias = "post")]
     pub fn call_soon_threadsafe(
@@ -136,27 +207,26 @@ impl Remote {
         callback: impl FnOnce(&EventLoop) + Send + 'static,
     ) -> Result<(), LoopClosed> {
         let location = Location::caller();
-        let mut state = self.shared.lock();
-        if state.waker.is_none() {
-            return Err(LoopClosed); // before boxing: nothing to queue
-        }
-        state.post(Some(RemoteItem::Call(RemoteCallback {
-            callback: Box::new(callback),
-            location,
-        })))
+        self.shared.post(|| {
+            Some(RemoteItem::Call(RemoteCallback {
+                callback: Box::new(callback),
+                location,
+            }))
+        })
     }
 
     /// Wakes the loop without scheduling anything: its current or next wait returns at once.
     ///
     /// # Errors
-    /// [`LoopClosed`] if the loop was closed or dropped.
+    /// [`LoopClosed`] as for [`call_soon_threadsafe`](Remote::call_soon_threadsafe).
     pub fn wake(&self) -> Result<(), LoopClosed> {
-        self.shared.lock().post(None)
+        self.shared.post(|| None)
     }
 
-    /// Whether the loop was closed or dropped (so sending is pointless).
+    /// Whether sending is pointless: the loop was closed or dropped, or this process is the
+    /// child of a `fork()` made after the loop was created.
     pub fn is_closed(&self) -> bool {
-        self.shared.lock().waker.is_none()
+        self.shared.is_closed()
     }
 }
 
@@ -164,21 +234,118 @@ impl fmt::Debug for Remote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared.lock();
         f.debug_struct("Remote")
-            .field("closed", &state.waker.is_none())
+            .field("closed", &(self.shared.forked() || state.waker.is_none()))
             .field("queued", &state.queue.len())
             .field("wake_pending", &state.pending)
             .finish()
     }
 }
 
-/// The error of sending to a loop that was closed or dropped.
+/// The error of sending to a loop that cannot receive: it was closed or dropped, it belongs
+/// to the parent of a `fork()`, or the write that wakes it failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoopClosed;
 
 impl fmt::Display for LoopClosed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the event loop is closed (or was dropped); the callback was not scheduled")
+        f.write_str(
+            "the event loop is closed (or was dropped, belongs to the parent of a fork(), or \
+             could not be woken); the callback was not scheduled",
+        )
     }
 }
 
 impl std::error::Error for LoopClosed {}
+
+#[cfg(test)]
+mod tests {
+    //! The failed-wake path, through the `fault` seam: a real waker write cannot be made to
+    //! fail from safe code (it would take closing the eventfd behind the waker's back).
+
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use evloop_sys::Backend;
+
+    /// Counts its drops: proves a refused callback is released, not kept.
+    struct Dropped(Arc<AtomicUsize>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_failed_wake_leaves_no_wake_pending_and_the_next_post_wakes_the_loop() {
+        for backend in Backend::available() {
+            let lp = EventLoop::with_backend(backend).unwrap();
+            let _watchdog = lp.call_later(Duration::from_secs(20), move |_| {
+                panic!("{backend:?}: the loop was never woken (a failed wake left `pending` set)")
+            });
+            let remote = lp.remote();
+            let ran = Arc::new(AtomicUsize::new(0));
+            let dropped = Arc::new(AtomicUsize::new(0));
+
+            remote.shared.lock().fault = Some(io::ErrorKind::BrokenPipe);
+            let (r, token) = (ran.clone(), Dropped(dropped.clone()));
+            let refused = remote.call_soon_threadsafe(move |_| {
+                let _token = token;
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+            assert_eq!(refused, Err(LoopClosed), "{backend:?}");
+            assert_eq!(remote.wake(), Err(LoopClosed), "{backend:?}");
+            {
+                let state = remote.shared.lock();
+                assert!(!state.pending, "{backend:?}: a failed wake set `pending`");
+                assert!(
+                    state.queue.is_empty(),
+                    "{backend:?}: a refused callback was queued"
+                );
+            }
+            assert_eq!(
+                dropped.load(Ordering::SeqCst),
+                1,
+                "{backend:?}: refused, released"
+            );
+            assert!(
+                !remote.is_closed(),
+                "{backend:?}: a failed wake does not close the loop"
+            );
+
+            // The fault goes away: the next post writes the waker itself, so the loop, about
+            // to block with only the watchdog pending, wakes and runs it.
+            remote.shared.lock().fault = None;
+            let r = ran.clone();
+            remote
+                .call_soon_threadsafe(move |lp| {
+                    r.fetch_add(10, Ordering::SeqCst);
+                    lp.stop();
+                })
+                .unwrap();
+            assert!(remote.shared.lock().pending, "{backend:?}");
+            lp.run_forever().unwrap();
+            assert_eq!(
+                ran.load(Ordering::SeqCst),
+                10,
+                "{backend:?}: only the second ran"
+            );
+            assert!(
+                !remote.shared.lock().pending,
+                "{backend:?}: the loop consumed the wake"
+            );
+        }
+    }
+
+    #[test]
+    fn a_wake_already_pending_counts_as_delivered() {
+        let lp = EventLoop::with_backend(Backend::Poll).unwrap();
+        let remote = lp.remote();
+        remote.shared.lock().fault = Some(io::ErrorKind::WouldBlock);
+        assert_eq!(remote.call_soon_threadsafe(|_| {}), Ok(()));
+        let state = remote.shared.lock();
+        assert!(state.pending, "EAGAIN means a wake is already pending");
+        assert_eq!(state.queue.len(), 1);
+    }
+}

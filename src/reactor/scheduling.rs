@@ -16,7 +16,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::reactor::event_loop::{closed_error, MAX_DELAY};
+use crate::reactor::event_loop::{closed_error, forked_error, MAX_DELAY};
 use crate::reactor::handle::{Handle, Once, State, TimerHandle};
 use crate::reactor::ready::{IoWatcher, Ready};
 use crate::reactor::registry::Side;
@@ -214,14 +214,23 @@ impl EventLoop {
         });
         let replaced = {
             let mut registry = self.inner.registry.borrow_mut();
-            // `closed` is set before the registry goes (destructors run in between).
-            let registry = registry.as_mut().filter(|_| !self.inner.closed.get());
+            // `closed` is set before the registry goes (destructors run in between). In the
+            // child of a fork() the selector is the parent's (an epoll interest list is
+            // shared across fork): registering there would change the parent's loop.
+            let registry = registry
+                .as_mut()
+                .filter(|_| !self.inner.closed.get() && !self.inner.remote.forked());
             let Some(registry) = registry else {
-                return Err(closed_error(if side == Side::Reader {
+                let what = if side == Side::Reader {
                     "add_reader"
                 } else {
                     "add_writer"
-                }));
+                };
+                return Err(if self.inner.remote.forked() {
+                    forked_error(what, self.inner.pid, std::process::id())
+                } else {
+                    closed_error(what)
+                });
             };
             registry.set(fd, side, Some(watcher))?
         };

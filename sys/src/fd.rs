@@ -17,8 +17,9 @@
 //! Each syscall is wrapped once, here: `fcntl` (every flag read and change goes through one
 //! wrapper), `read` and `write` (the raw forms serve the signal handler and the benchmark
 //! floors too), `getrlimit`/`setrlimit`. With the `internals` feature this file also holds
-//! test aids (`is_cloexec`, `dup_at_least`, `raise_nofile_limit`, `set_nofile_soft_limit`):
-//! not part of the stable API.
+//! test aids (`is_cloexec`, `dup_at_least`, `raise_nofile_limit`, `set_nofile_soft_limit`,
+//! and `fork`/`wait_child` for the tests of what a forked child may do with a loop): not part
+//! of the stable API.
 //!
 //! Read next: `waker.rs`, which uses [`eventfd`] or [`pipe`].
 
@@ -247,6 +248,67 @@ pub fn set_nofile_soft_limit(soft: u64) -> io::Result<u64> {
     lim.rlim_cur = (soft as libc::rlim_t).min(lim.rlim_max);
     set_nofile_limit(&lim)?;
     Ok(lim.rlim_cur as u64)
+}
+
+/// Forks the process: the child runs `child` and exits at once with its return value
+/// (`_exit`: no atexit handlers, no unwinding into the caller's frames; a panic in `child`
+/// exits with 101); the parent gets the child's pid. Test aid (`internals` feature): the fork
+/// tests (`tests/fork.rs`) use it to check what the child of a `fork()` may do with a loop.
+///
+/// # Errors
+/// `EAGAIN`/`ENOMEM` from `fork(2)` (process or memory limits).
+///
+/// # Use only from a process whose other threads are idle
+/// Only the calling thread exists in the child, and every lock another thread held at the
+/// fork stays locked there forever; POSIX allows only async-signal-safe calls in the child of
+/// a multi-threaded process. So call it from a single-threaded process, or one whose other
+/// threads are blocked waiting for the caller (a test binary re-run for one test with
+/// `--test-threads=1`: libtest's main thread waits for the test's result). Not `unsafe`
+/// because its callers, the integration tests, forbid `unsafe` code; it is a test aid, not
+/// an API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn fork(child: impl FnOnce() -> i32) -> io::Result<u32> {
+    // SAFETY: fork(2) has no memory-safety precondition: the child gets a copy of the whole
+    // address space, so every reference stays valid, and the threads that do not exist there
+    // look to it like threads suspended forever, which safe code must already tolerate. What
+    // remains is liveness (a lock a vanished thread held) and POSIX's async-signal-safety
+    // rule for multi-threaded parents, which the caller keeps as documented above; the only
+    // caller (`tests/fork.rs`) forks from a process whose other thread is blocked.
+    let pid = cvt(unsafe { libc::fork() })?;
+    if pid == 0 {
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(101);
+        // SAFETY: `_exit` ends the child at once, with no atexit handler and no unwinding
+        // into the caller's frames (which belong to the parent's test harness); it is
+        // async-signal-safe.
+        unsafe { libc::_exit(code) }
+    }
+    Ok(pid as u32)
+}
+
+/// Waits for the child `pid` (from [`fork`]) to end and returns its exit code, or 128 + the
+/// signal number if a signal killed it (the shell's convention). Retries on `EINTR`. Test aid
+/// (`internals` feature).
+///
+/// # Errors
+/// `ECHILD` if `pid` is not a child of this process (or was already waited for).
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn wait_child(pid: u32) -> io::Result<i32> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: `status` is a valid, writable c_int for the whole call.
+        match cvt(unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) }) {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    if libc::WIFEXITED(status) {
+        Ok(libc::WEXITSTATUS(status))
+    } else {
+        Ok(128 + libc::WTERMSIG(status))
+    }
 }
 
 /// The one `read(2)` call of the crate, on a raw number, returning what `read` returned

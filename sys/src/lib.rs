@@ -17,7 +17,8 @@
 //! 4. [`waker`]: eventfd, self-pipe or kqueue's `EVFILT_USER`, to wake a blocked loop from
 //!    another thread.
 //! 5. [`fd`]: pipes, eventfd, flags, `read`/`write`; [`signal`]: the process-wide signal
-//!    handler and the per-loop self-pipes it writes to.
+//!    handler and the per-loop self-pipes it writes to; [`process`]: the fork generation
+//!    a loop checks to refuse running in the child of a `fork()`.
 //! 6. [`socket`]: the socket syscalls of `evloop::net` (creation, socket pairs, addresses,
 //!    options, stream and datagram I/O), one file per concern under `socket/`.
 //!
@@ -34,7 +35,7 @@
 //! Off by default. It adds, all `#[doc(hidden)]`: the module `floor` (the scaling
 //! benchmark's workload written directly on `epoll_wait`, `poll` and `select`, and the CPU
 //! clock and pinning the micro-benchmarks use) and the test aids: `fd::is_cloexec`,
-//! `fd::dup_at_least`, `fd::raise_nofile_limit`, `fd::set_nofile_soft_limit` (also at
+//! `fd::dup_at_least`, `fd::raise_nofile_limit`, `fd::fork`, `fd::wait_child`, `fd::set_nofile_soft_limit` (also at
 //! `socket::set_nofile_soft_limit`), the signal dispositions and senders of `signal`
 //! (`Disposition`, `disposition`, `set_disposition`, `set_sigpipe_default`,
 //! `sigpipe_is_default`, `raise`, `kill_self`, `set_noop_handler`, `ThreadSignal`), and makes
@@ -82,6 +83,7 @@ pub(crate) use internal_pub;
 
 pub mod cvt;
 pub mod fd;
+pub mod process;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod floor;
