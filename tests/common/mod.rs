@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub use evloop::{Backend, EventLoop};
 pub mod docs_util;
+pub mod fuzz_model;
 
 /// Writes each test once, as `fn name(backend: Backend)`, and expands it into one `#[test]`
 /// per backend, in modules named after the backend: `poll::name`, `select_strict::name`...

@@ -1,0 +1,1457 @@
+//! The end-to-end differential fuzzer of the reactor: seeded random programs over the public
+//! API of [`EventLoop`], run on a real backend and checked, callback by callback, against a
+//! model of what must run and in what order. `tests/fuzz.rs` runs it on every backend;
+//! [`run`] is the entry point for other tests (a soak test calls it with more operations).
+//! The registry alone has its own model test against a fake selector
+//! (`src/reactor/registry_model/`); this one goes through the whole loop and the kernel.
+//!
+//! # How data flows
+//!
+//! [`generate`] turns a seed into a program, a list of [`Op`]s. The driver ([`try_run`])
+//! applies them one by one to a `World`: the real fds (a private range of [`SPAN`] fd
+//! numbers, taken from a pool, see below) and, side by side, the model of them — which
+//! *file* (socket end) each number names, how many bytes are buffered on each file, whether
+//! its peer is closed, which reader and writer each number has, the pending `call_soon`
+//! callbacks (the ready deque) and the live timers. Every callback the program registers
+//! holds a `Weak` of the world and, when it runs, reports to the model *before* doing what the
+//! program says (a read of k bytes, and optionally one more operation, "nested"), so the model
+//! checks each call at the moment it happens and then applies the callback's own effects: the
+//! model is online, it follows the order the loop chose. An op selects its target relative to
+//! the current state (`fd: u8` picks among the open numbers, modulo their count), so every op
+//! is valid in every state and any subset of a program is again a program: that is what
+//! makes shrinking by deletion possible.
+//!
+//! # What is checked, per iteration (`run_nowait`, or `run_once` when something is surely due)
+//!
+//! When the driver starts an iteration, the model takes a snapshot: the `call_soon`
+//! callbacks queued so far (FIFO), the set `E` of I/O watchers that must run, and the live
+//! timers in (deadline, scheduling order). Then, as callbacks run:
+//!
+//! - **Phases.** All `call_soon` callbacks of the snapshot come first, then the I/O
+//!   callbacks, then the timers (`docs/03-one-iteration.md`, "where the ready deque's order
+//!   comes from"). A callback of an earlier phase after one of a later phase is a failure.
+//! - **`call_soon`: exact FIFO.** Each one must be the next non-cancelled entry of the
+//!   snapshot; one scheduled during this pass must wait for the next iteration (the
+//!   snapshot rule). When the phase ends, every entry not run must be cancelled.
+//! - **I/O: a multiset.** The order in which the selector reports fds is not specified, so
+//!   an I/O callback is only checked for membership: it must be in `E`, not yet run in this
+//!   pass, and its watcher must still be registered (not removed, not replaced — removal
+//!   cancels a queued callback, `docs/06-readers-writers.md`). Within one fd the reader runs
+//!   before the writer. When the I/O phase ends, every member of `E` must have run or been
+//!   removed by then: a ready watcher is never lost.
+//! - **Timers.** Never early (`Instant::now() >= when` inside the callback); in (deadline,
+//!   scheduling order): every live timer before it in the snapshot has run or was
+//!   cancelled; one scheduled during the pass waits for the next iteration. After the pass,
+//!   the timers the loop moved to the deque (`Stats::timers_fired`) must be exactly a prefix
+//!   of the snapshot, and that prefix must include every timer whose deadline had passed
+//!   when the driver called `run_*` (step 5's clock reading is later than that).
+//!   Deadlines are real (0–3 ms), so *when* a timer fires is not asserted, only order and
+//!   never-early.
+//! - **Reads.** A reader of k bytes reads through its number and must get exactly
+//!   `min(k, buffered)` bytes, `WouldBlock` when nothing is buffered, or 0 at EOF: an event
+//!   of another file under a reused number shows up here or as a callback not in `E`.
+//! - **Counts.** `remove_*` returns whether the model had a watcher; after every op,
+//!   `stats().fds` (numbers with a reader or a writer), `stats().timers` (live timers) and
+//!   `stats().ready` (the queued `call_soon`s) equal the model's; after each pass,
+//!   `callbacks_run` grew by the callbacks seen and `callbacks_run + cancelled_skipped` by
+//!   the size of the snapshot (soon + `E` + timers fired).
+//!
+//! ## The "no lost event" rule, exactly
+//!
+//! `E` is computed when the driver calls `run_*`, from the model's state at that moment,
+//! which is the state the selector sees in step 3 (no user code runs in steps 1–5):
+//! a watcher is in `E` iff it is registered at that moment — added by the driver before the
+//! call, or by a callback of an earlier pass — and its file is ready: a reader iff the file
+//! has buffered bytes or its peer is closed (EOF); a writer always (the watched ends never
+//! write, so their send buffers are empty, and a closed peer wakes writers too). Step 1 of
+//! that same iteration flushes any pending interest change before the zero-timeout poll, and
+//! both epoll (at `epoll_ctl` time) and poll/select (in the call) see readiness that exists
+//! when they are called, so the event is due in *that* iteration, not later. A watcher added
+//! during step 6 is not in `E` of the running pass (its event, if any, was collected before
+//! it existed) and is due in the next one. Data written or read by callbacks during step 6
+//! counts for the next iteration's `E`, never the current one's.
+//!
+//! # What is modelled, and what is not
+//!
+//! Modelled: add/remove of readers and writers (replacing, removing a side, removing what is
+//! not there), on fds that are opened, closed (always after removing their watchers: the
+//! documented "remove before close"), dup'ed to keep a file alive under another number,
+//! replaced by another open file on the same number ("dup2", emulated with `dup_at_least`
+//! onto the just-closed number), and reused by a new socket pair; writes of random sizes into
+//! the peer, reads of random sizes in readers, peer close (EOF); `call_soon`, `call_later`
+//! with 0–3 ms, cancellation of both; all of these also from inside callbacks (one nested
+//! operation per callback, at most two deep), so that removal of a queued watcher, adds
+//! during a pass and reuse of a number inside a callback are exercised.
+//!
+//! On libkqueue (kqueue on Linux) `Dup` and `Dup2` do nothing: it has a use-after-free for
+//! a registered file kept alive by a dup (`tests/fd_lifecycle.rs` skips those tests there).
+//!
+//! Not modelled: closing a watched fd behind the loop's back and other documented misuse
+//! (its behaviour differs per backend on purpose), writers that fill their send buffer
+//! (a Unix socket's writability depends on kernel buffer accounting the model cannot
+//! predict), pipes and TCP, `call_at` with past deadlines, `run_forever`/`stop`, remote
+//! (threadsafe) callbacks, tasks, panicking callbacks, and *when* a timer fires.
+//!
+//! # Fd numbers
+//!
+//! Each run takes a private range of [`SPAN`] numbers from a process-wide pool (below 1024
+//! for `select-strict`, from 2048 up for the other backends when `RLIMIT_NOFILE` allows) and
+//! places every watched fd at an exact number in it with `dup_at_least`, so that parallel
+//! tests cannot take a number the program reuses. A number found taken by someone else fails
+//! the run with a message saying so.
+//!
+//! # Replaying
+//!
+//! A failure is shrunk (truncated after the failing op, then ops are deleted while it still
+//! fails the same check) and reported with the backend, the seed and the remaining ops, as
+//! `EVLOOP_FUZZ_SEED=… EVLOOP_FUZZ_OPS=…`, which `tests/fuzz.rs` reads ([`Replay::from_env`]).
+//! Since the I/O order and the moment timers fire are the kernel's, a failure that depends on
+//! them may not replay every time.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::{Rc, Weak};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use evloop::sys::fd::{dup_at_least, raise_nofile_limit};
+use evloop::{Backend, EventLoop, Handle, TimerHandle};
+
+/// How many fd numbers one run uses.
+pub const SPAN: RawFd = 12;
+
+/// The largest read a reader callback makes.
+const MAX_READ: usize = 65536;
+
+/// A small, seedable generator (splitmix64): the program is a pure function of the seed.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    fn sel(&mut self) -> u8 {
+        self.next_u64() as u8
+    }
+}
+
+/// One operation of a program. `fd`, `at`, `from` and `which` select a target among the
+/// candidates of the moment (modulo their count); an op with no candidate does nothing.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// A new socket pair; the watched end is placed on a free number.
+    Open { at: u8 },
+    /// `add_reader` on an open number; the callback reads `read` bytes (0: reads nothing),
+    /// then applies `then`.
+    AddReader {
+        fd: u8,
+        read: usize,
+        then: Option<Box<Op>>,
+    },
+    /// `add_writer` on an open number; the callback applies `then`.
+    AddWriter { fd: u8, then: Option<Box<Op>> },
+    /// `remove_reader` on a watched number (or an open one if none is watched).
+    RemoveReader { fd: u8 },
+    /// `remove_writer`, likewise.
+    RemoveWriter { fd: u8 },
+    /// Remove both watchers of an open number, then close it.
+    Close { fd: u8 },
+    /// Remove both watchers, close the number, and put a new socket pair's end on it.
+    Reuse { fd: u8 },
+    /// Dup an open number onto a free one (keeps its file alive under another number).
+    Dup { fd: u8, at: u8 },
+    /// Remove both watchers of an open number, close it, and dup another open file onto it.
+    Dup2 { fd: u8, from: u8 },
+    /// Write `len` bytes into the peer of the file an open number names.
+    Write { fd: u8, len: usize },
+    /// Close the peer of the file an open number names (EOF for its readers).
+    ClosePeer { fd: u8 },
+    /// `call_soon`; the callback applies `then`.
+    CallSoon { then: Option<Box<Op>> },
+    /// `call_later(delay_us µs)`; the callback applies `then`.
+    CallLater {
+        delay_us: u16,
+        then: Option<Box<Op>>,
+    },
+    /// Cancel a pending `call_soon` or timer.
+    Cancel { which: u8 },
+    /// One iteration with `run_nowait`.
+    RunNowait,
+    /// One iteration with `run_once` if something is surely due, else `run_nowait`.
+    RunOnce,
+}
+
+const READ_SIZES: [usize; 6] = [0, 1, 3, 100, 4096, MAX_READ];
+
+fn nested(rng: &mut Rng, depth: u32) -> Option<Box<Op>> {
+    if depth >= 2 || rng.below(4) != 0 {
+        return None;
+    }
+    loop {
+        let op = gen_op(rng, depth + 1);
+        if !matches!(op, Op::RunNowait | Op::RunOnce) {
+            return Some(Box::new(op));
+        }
+    }
+}
+
+fn gen_op(rng: &mut Rng, depth: u32) -> Op {
+    let r = rng.below(100);
+    match r {
+        0..=16 => Op::RunNowait,
+        17..=18 => Op::RunOnce,
+        19..=31 => Op::Write {
+            fd: rng.sel(),
+            len: if rng.below(8) == 0 {
+                20_000
+            } else {
+                1 + rng.below(3000) as usize
+            },
+        },
+        32..=43 => Op::AddReader {
+            fd: rng.sel(),
+            read: READ_SIZES[rng.below(READ_SIZES.len() as u64) as usize],
+            then: nested(rng, depth),
+        },
+        44..=49 => Op::AddWriter {
+            fd: rng.sel(),
+            then: nested(rng, depth),
+        },
+        50..=55 => Op::RemoveReader { fd: rng.sel() },
+        56..=60 => Op::RemoveWriter { fd: rng.sel() },
+        61..=66 => Op::Open { at: rng.sel() },
+        67..=70 => Op::Close { fd: rng.sel() },
+        71..=73 => Op::Reuse { fd: rng.sel() },
+        74..=76 => Op::Dup {
+            fd: rng.sel(),
+            at: rng.sel(),
+        },
+        77..=79 => Op::Dup2 {
+            fd: rng.sel(),
+            from: rng.sel(),
+        },
+        80 => Op::ClosePeer { fd: rng.sel() },
+        81..=87 => Op::CallSoon {
+            then: nested(rng, depth),
+        },
+        88..=93 => Op::CallLater {
+            delay_us: rng.below(3001) as u16,
+            then: nested(rng, depth),
+        },
+        _ => Op::Cancel { which: rng.sel() },
+    }
+}
+
+/// The program of `seed`, `n` ops long. A shorter program of the same seed is a prefix of a
+/// longer one.
+pub fn generate(seed: u64, n: usize) -> Vec<Op> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| gen_op(&mut rng, 0)).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Fd ranges
+
+struct Pool {
+    first: RawFd,
+    stride: RawFd,
+    used: Vec<bool>,
+}
+
+static LOW: Mutex<Option<Pool>> = Mutex::new(None);
+static HIGH: Mutex<Option<Pool>> = Mutex::new(None);
+
+/// A private range of [`SPAN`] fd numbers, given back to its pool on drop.
+struct FdRange {
+    base: RawFd,
+    pool: &'static Mutex<Option<Pool>>,
+    slot: usize,
+}
+
+impl FdRange {
+    fn take(backend: Backend) -> Result<FdRange, String> {
+        let high_ok = raise_nofile_limit()
+            .map(|(soft, _)| soft >= 4096)
+            .unwrap_or(false);
+        let (pool, first, count) = if backend != Backend::SelectStrict && high_ok {
+            (&HIGH, 2048, 100)
+        } else {
+            (&LOW, 320, 42)
+        };
+        let mut guard = pool.lock().unwrap_or_else(|e| e.into_inner());
+        let p = guard.get_or_insert_with(|| Pool {
+            first,
+            stride: 16,
+            used: vec![false; count],
+        });
+        let slot = p
+            .used
+            .iter()
+            .position(|u| !u)
+            .ok_or("every private fd range of the pool is in use")?;
+        p.used[slot] = true;
+        Ok(FdRange {
+            base: p.first + p.stride * slot as RawFd,
+            pool,
+            slot,
+        })
+    }
+}
+
+impl Drop for FdRange {
+    fn drop(&mut self) {
+        let mut guard = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = guard.as_mut() {
+            p.used[self.slot] = false;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The world: real fds and their model
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Read,
+    Write,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::Read => "reader",
+            Side::Write => "writer",
+        })
+    }
+}
+
+/// One socket end, watched through one or more numbers.
+struct FileM {
+    buffered: usize,
+    peer: Option<UnixStream>,
+    eof: bool,
+    names: usize,
+}
+
+struct NumberM {
+    sock: UnixStream,
+    file: u64,
+}
+
+struct WatcherM {
+    fd: RawFd,
+    side: Side,
+    file: u64,
+    read: usize,
+    then: Option<Op>,
+    live: bool,
+}
+
+enum OnceHandle {
+    Soon(Handle),
+    Timer(TimerHandle),
+}
+
+struct OnceM {
+    handle: Option<OnceHandle>,
+    then: Option<Op>,
+    cancelled: bool,
+    ran: bool,
+    /// For timers: (deadline, scheduling order).
+    key: Option<(Instant, u64)>,
+}
+
+struct IoExp {
+    fd: RawFd,
+    side: Side,
+    ran: bool,
+}
+
+/// What one pass must do, taken when the driver calls `run_*`.
+struct Pass {
+    soon: Vec<u64>,
+    soon_at: usize,
+    io: HashMap<u64, IoExp>,
+    timers: Vec<((Instant, u64), u64)>,
+    phase: u8,
+    runs: u64,
+    before: evloop::Stats,
+    started: Instant,
+}
+
+/// A failed check.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// Which check failed (shrinking keeps a deletion only if the same check still fails).
+    pub kind: &'static str,
+    /// What happened, with the fd numbers and ids involved.
+    pub message: String,
+    /// The index, in the generated program, of the op during which it was detected.
+    pub op: usize,
+    /// The iteration (counted by the driver) in which it was detected.
+    pub iteration: u64,
+}
+
+struct World {
+    me: Weak<RefCell<World>>,
+    /// libkqueue (kqueue on Linux) has a use-after-free for a registered file kept alive by
+    /// a dup (see `tests/fd_lifecycle.rs`): there, `Dup` and `Dup2` do nothing.
+    no_dups: bool,
+    base: RawFd,
+    files: HashMap<u64, FileM>,
+    numbers: BTreeMap<RawFd, NumberM>,
+    watch: BTreeMap<RawFd, [Option<u64>; 2]>,
+    watchers: HashMap<u64, WatcherM>,
+    onces: HashMap<u64, OnceM>,
+    /// The `call_soon`s queued and not yet taken by a pass, in order (cancelled ones too:
+    /// they stay in the loop's deque until a pass skips them).
+    deque: Vec<u64>,
+    /// Live timers: not cancelled, not yet moved to the deque.
+    timers: BTreeMap<(Instant, u64), u64>,
+    /// Cancellable callbacks: not run, not cancelled.
+    pending: Vec<u64>,
+    next_id: u64,
+    next_seq: u64,
+    pass: Option<Pass>,
+    failure: Option<(&'static str, String)>,
+    iteration: u64,
+    callbacks: u64,
+    scratch: Vec<u8>,
+}
+
+fn side_index(side: Side) -> usize {
+    match side {
+        Side::Read => 0,
+        Side::Write => 1,
+    }
+}
+
+fn pick<T: Copy>(v: &[T], sel: u8) -> Option<T> {
+    (!v.is_empty()).then(|| v[sel as usize % v.len()])
+}
+
+impl World {
+    fn fail(&mut self, kind: &'static str, message: String) {
+        if self.failure.is_none() {
+            self.failure = Some((kind, message));
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn open_numbers(&self) -> Vec<RawFd> {
+        self.numbers.keys().copied().collect()
+    }
+
+    fn free_numbers(&self) -> Vec<RawFd> {
+        (self.base..self.base + SPAN)
+            .filter(|n| !self.numbers.contains_key(n))
+            .collect()
+    }
+
+    fn watched_numbers(&self) -> Vec<RawFd> {
+        self.watch.keys().copied().collect()
+    }
+
+    /// Puts a dup of `file` exactly on number `n`.
+    fn place(&mut self, file: &impl AsFd, n: RawFd) -> Option<UnixStream> {
+        match dup_at_least(file.as_fd(), n) {
+            Ok(fd) if fd.as_raw_fd() == n => Some(UnixStream::from(fd)),
+            Ok(fd) => {
+                self.fail(
+                    "environment",
+                    format!(
+                        "fd {n} of this run's private range is used by someone else in this \
+                         process (the dup landed on {})",
+                        fd.as_raw_fd()
+                    ),
+                );
+                None
+            }
+            Err(e) => {
+                self.fail("environment", format!("dup onto fd {n}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn open_at(&mut self, n: RawFd) {
+        let (peer, end) = match UnixStream::pair() {
+            Ok(p) => p,
+            Err(e) => return self.fail("environment", format!("socketpair: {e}")),
+        };
+        if let Err(e) = peer
+            .set_nonblocking(true)
+            .and_then(|()| end.set_nonblocking(true))
+        {
+            return self.fail("environment", format!("set_nonblocking: {e}"));
+        }
+        let Some(sock) = self.place(&end, n) else {
+            return;
+        };
+        let file = self.id();
+        self.files.insert(
+            file,
+            FileM {
+                buffered: 0,
+                peer: Some(peer),
+                eof: false,
+                names: 1,
+            },
+        );
+        self.numbers.insert(n, NumberM { sock, file });
+    }
+
+    fn close_number(&mut self, n: RawFd) {
+        if let Some(num) = self.numbers.remove(&n) {
+            let f = self
+                .files
+                .get_mut(&num.file)
+                .expect("file of an open number");
+            f.names -= 1;
+            if f.names == 0 {
+                self.files.remove(&num.file);
+            }
+            drop(num.sock);
+        }
+    }
+
+    /// The model's side of a removal or a replacement: the watcher will never run again.
+    fn forget_watcher(&mut self, n: RawFd, side: Side) -> bool {
+        let Some(sides) = self.watch.get_mut(&n) else {
+            return false;
+        };
+        let Some(old) = sides[side_index(side)].take() else {
+            return false;
+        };
+        if sides.iter().all(Option::is_none) {
+            self.watch.remove(&n);
+        }
+        if let Some(w) = self.watchers.get_mut(&old) {
+            w.live = false;
+        }
+        true
+    }
+
+    fn remove(&mut self, lp: &EventLoop, n: RawFd, side: Side) {
+        let got = match side {
+            Side::Read => lp.remove_reader(n),
+            Side::Write => lp.remove_writer(n),
+        };
+        let expected = self.forget_watcher(n, side);
+        if got != expected {
+            self.fail(
+                "remove result",
+                format!("remove_{side}(fd {n}) returned {got}, the model says {expected}"),
+            );
+        }
+    }
+
+    fn remove_both(&mut self, lp: &EventLoop, n: RawFd) {
+        self.remove(lp, n, Side::Read);
+        self.remove(lp, n, Side::Write);
+    }
+
+    fn add(&mut self, lp: &EventLoop, n: RawFd, side: Side, read: usize, then: Option<Op>) {
+        let id = self.id();
+        let weak = self.me.clone();
+        let callback = move |lp: &EventLoop| {
+            if let Some(world) = weak.upgrade() {
+                world.borrow_mut().on_watcher(lp, id);
+            }
+        };
+        let result = match side {
+            Side::Read => lp.add_reader(n, callback),
+            Side::Write => lp.add_writer(n, callback),
+        };
+        if let Err(e) = result {
+            return self.fail("add refused", format!("add_{side}(fd {n}) failed: {e}"));
+        }
+        self.forget_watcher(n, side);
+        self.watch.entry(n).or_default()[side_index(side)] = Some(id);
+        let file = self.numbers[&n].file;
+        self.watchers.insert(
+            id,
+            WatcherM {
+                fd: n,
+                side,
+                file,
+                read,
+                then,
+                live: true,
+            },
+        );
+    }
+
+    fn apply(&mut self, lp: &EventLoop, op: &Op) {
+        match op {
+            Op::Open { at } => {
+                if let Some(n) = pick(&self.free_numbers(), *at) {
+                    self.open_at(n);
+                }
+            }
+            Op::AddReader { fd, read, then } => {
+                if let Some(n) = pick(&self.open_numbers(), *fd) {
+                    self.add(lp, n, Side::Read, *read, then.as_deref().cloned());
+                }
+            }
+            Op::AddWriter { fd, then } => {
+                if let Some(n) = pick(&self.open_numbers(), *fd) {
+                    self.add(lp, n, Side::Write, 0, then.as_deref().cloned());
+                }
+            }
+            Op::RemoveReader { fd } | Op::RemoveWriter { fd } => {
+                let mut candidates = self.watched_numbers();
+                if candidates.is_empty() {
+                    candidates = self.open_numbers();
+                }
+                if let Some(n) = pick(&candidates, *fd) {
+                    let side = if matches!(op, Op::RemoveReader { .. }) {
+                        Side::Read
+                    } else {
+                        Side::Write
+                    };
+                    self.remove(lp, n, side);
+                }
+            }
+            Op::Close { fd } => {
+                if let Some(n) = pick(&self.open_numbers(), *fd) {
+                    self.remove_both(lp, n);
+                    self.close_number(n);
+                }
+            }
+            Op::Reuse { fd } => {
+                if let Some(n) = pick(&self.open_numbers(), *fd) {
+                    self.remove_both(lp, n);
+                    self.close_number(n);
+                    self.open_at(n);
+                }
+            }
+            Op::Dup { .. } | Op::Dup2 { .. } if self.no_dups => {}
+            Op::Dup { fd, at } => {
+                let (Some(src), Some(dst)) = (
+                    pick(&self.open_numbers(), *fd),
+                    pick(&self.free_numbers(), *at),
+                ) else {
+                    return;
+                };
+                let src_sock = self.numbers[&src].sock.try_clone();
+                let file = self.numbers[&src].file;
+                let Ok(src_sock) = src_sock else {
+                    return self.fail("environment", "dup failed".into());
+                };
+                if let Some(sock) = self.place(&src_sock, dst) {
+                    self.files.get_mut(&file).expect("open file").names += 1;
+                    self.numbers.insert(dst, NumberM { sock, file });
+                }
+            }
+            Op::Dup2 { fd, from } => {
+                let Some(n) = pick(&self.open_numbers(), *fd) else {
+                    return;
+                };
+                let here = self.numbers[&n].file;
+                let others: Vec<RawFd> = self
+                    .numbers
+                    .iter()
+                    .filter(|(_, num)| num.file != here)
+                    .map(|(k, _)| *k)
+                    .collect();
+                let Some(m) = pick(&others, *from) else {
+                    return;
+                };
+                let Ok(g) = self.numbers[&m].sock.try_clone() else {
+                    return self.fail("environment", "dup failed".into());
+                };
+                let file = self.numbers[&m].file;
+                self.remove_both(lp, n);
+                self.close_number(n);
+                if let Some(sock) = self.place(&g, n) {
+                    self.files.get_mut(&file).expect("open file").names += 1;
+                    self.numbers.insert(n, NumberM { sock, file });
+                }
+            }
+            Op::Write { fd, len } => {
+                let Some(n) = pick(&self.open_numbers(), *fd) else {
+                    return;
+                };
+                let file = self.numbers[&n].file;
+                let f = self.files.get_mut(&file).expect("open file");
+                let Some(peer) = f.peer.as_mut() else { return };
+                let data = [0x5a_u8; 20_000];
+                match peer.write(&data[..(*len).min(data.len())]) {
+                    Ok(k) => f.buffered += k,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => self.fail("environment", format!("write to the peer of fd {n}: {e}")),
+                }
+            }
+            Op::ClosePeer { fd } => {
+                let Some(n) = pick(&self.open_numbers(), *fd) else {
+                    return;
+                };
+                let file = self.numbers[&n].file;
+                let f = self.files.get_mut(&file).expect("open file");
+                f.peer = None;
+                f.eof = true;
+            }
+            Op::CallSoon { then } => {
+                let id = self.id();
+                let weak = self.me.clone();
+                let handle = lp.call_soon(move |lp| {
+                    if let Some(world) = weak.upgrade() {
+                        world.borrow_mut().on_once(lp, id);
+                    }
+                });
+                self.onces.insert(
+                    id,
+                    OnceM {
+                        handle: Some(OnceHandle::Soon(handle)),
+                        then: then.as_deref().cloned(),
+                        cancelled: false,
+                        ran: false,
+                        key: None,
+                    },
+                );
+                self.deque.push(id);
+                self.pending.push(id);
+            }
+            Op::CallLater { delay_us, then } => {
+                let id = self.id();
+                let weak = self.me.clone();
+                let handle =
+                    lp.call_later(Duration::from_micros(u64::from(*delay_us)), move |lp| {
+                        if let Some(world) = weak.upgrade() {
+                            world.borrow_mut().on_once(lp, id);
+                        }
+                    });
+                self.next_seq += 1;
+                let key = (handle.when(), self.next_seq);
+                self.timers.insert(key, id);
+                self.onces.insert(
+                    id,
+                    OnceM {
+                        handle: Some(OnceHandle::Timer(handle)),
+                        then: then.as_deref().cloned(),
+                        cancelled: false,
+                        ran: false,
+                        key: Some(key),
+                    },
+                );
+                self.pending.push(id);
+            }
+            Op::Cancel { which } => {
+                if self.pending.is_empty() {
+                    return;
+                }
+                let i = *which as usize % self.pending.len();
+                let id = self.pending.swap_remove(i);
+                let once = self.onces.get_mut(&id).expect("pending callback");
+                once.cancelled = true;
+                match once.handle.take() {
+                    Some(OnceHandle::Soon(h)) => h.cancel(),
+                    Some(OnceHandle::Timer(h)) => h.cancel(),
+                    None => {}
+                }
+                once.then = None;
+                if let Some(key) = once.key {
+                    self.timers.remove(&key);
+                }
+            }
+            Op::RunNowait | Op::RunOnce => {
+                self.fail("driver", "run_* cannot be applied inside a callback".into());
+            }
+        }
+    }
+
+    /// Checks `stats()` against the model's counts (between ops, outside a pass).
+    fn check_counts(&mut self, lp: &EventLoop) {
+        let st = lp.stats();
+        let fds = self.watch.len();
+        let timers = self.timers.len();
+        let ready = self.deque.len();
+        if (st.fds, st.timers, st.ready) != (fds, timers, ready) {
+            self.fail(
+                "stats",
+                format!(
+                    "stats() says fds {}, timers {}, ready {}; the model says fds {fds}, \
+                     timers {timers}, ready {ready}",
+                    st.fds, st.timers, st.ready
+                ),
+            );
+        }
+    }
+
+    /// Takes the snapshot of what the coming pass must do; returns whether to use `run_once`.
+    fn begin_pass(&mut self, lp: &EventLoop, want_once: bool) -> bool {
+        self.iteration += 1;
+        let mut io = HashMap::new();
+        for (&n, sides) in &self.watch {
+            let Some(num) = self.numbers.get(&n) else {
+                self.failure.get_or_insert((
+                    "driver",
+                    format!("fd {n} is watched but closed (the driver broke its own rule)"),
+                ));
+                continue;
+            };
+            let f = &self.files[&num.file];
+            if let Some(r) = sides[0] {
+                if f.buffered > 0 || f.eof {
+                    io.insert(
+                        r,
+                        IoExp {
+                            fd: n,
+                            side: Side::Read,
+                            ran: false,
+                        },
+                    );
+                }
+            }
+            if let Some(w) = sides[1] {
+                io.insert(
+                    w,
+                    IoExp {
+                        fd: n,
+                        side: Side::Write,
+                        ran: false,
+                    },
+                );
+            }
+        }
+        let timers: Vec<((Instant, u64), u64)> =
+            self.timers.iter().map(|(k, v)| (*k, *v)).collect();
+        let soon = std::mem::take(&mut self.deque);
+        let now = Instant::now();
+        let once = want_once
+            && (!soon.is_empty()
+                || !io.is_empty()
+                || timers.first().is_some_and(|t| t.0 .0 <= now));
+        self.pass = Some(Pass {
+            soon,
+            soon_at: 0,
+            io,
+            timers,
+            phase: 0,
+            runs: 0,
+            before: lp.stats(),
+            started: Instant::now(),
+        });
+        once
+    }
+
+    /// Ends the `call_soon` phase: every entry not run must have been cancelled.
+    fn close_soon_phase(&mut self) {
+        let pass = self.pass.as_mut().expect("in a pass");
+        let mut lost = Vec::new();
+        for &id in &pass.soon[pass.soon_at..] {
+            if !self.onces[&id].cancelled && !self.onces[&id].ran {
+                lost.push(id);
+            }
+        }
+        pass.soon_at = pass.soon.len();
+        if !lost.is_empty() {
+            self.fail(
+                "lost call_soon",
+                format!("call_soon callback(s) {lost:?} were queued before the pass, not cancelled, and did not run in it"),
+            );
+        }
+    }
+
+    /// Ends the I/O phase: every watcher of `E` must have run or been removed.
+    fn close_io_phase(&mut self) {
+        let pass = self.pass.as_mut().expect("in a pass");
+        let mut lost = Vec::new();
+        for (id, exp) in &pass.io {
+            if !exp.ran && self.watchers[id].live {
+                lost.push(format!("{} of fd {} (watcher {id})", exp.side, exp.fd));
+            }
+        }
+        if !lost.is_empty() {
+            lost.sort();
+            self.fail(
+                "lost event",
+                format!(
+                    "ready and registered before the iteration, still registered, but not run: {}",
+                    lost.join(", ")
+                ),
+            );
+        }
+    }
+
+    fn enter_phase(&mut self, phase: u8, what: &str) -> bool {
+        let current = self.pass.as_ref().expect("in a pass").phase;
+        if current > phase {
+            self.fail(
+                "phase order",
+                format!("{what} ran after a callback of a later phase (soon, I/O, timers)"),
+            );
+            return false;
+        }
+        if current == 0 && phase > 0 {
+            self.close_soon_phase();
+        }
+        if current <= 1 && phase > 1 {
+            self.close_io_phase();
+        }
+        self.pass.as_mut().expect("in a pass").phase = phase;
+        true
+    }
+
+    fn on_watcher(&mut self, lp: &EventLoop, id: u64) {
+        self.callbacks += 1;
+        let Some(pass) = self.pass.as_mut() else {
+            return self.fail("outside a pass", format!("watcher {id} ran outside run_*"));
+        };
+        pass.runs += 1;
+        let w = &self.watchers[&id];
+        let (n, side, file, read) = (w.fd, w.side, w.file, w.read);
+        let what = format!("the {side} of fd {n} (watcher {id})");
+        if !w.live {
+            return self.fail(
+                "removed watcher ran",
+                format!("{what} ran after it was removed or replaced"),
+            );
+        }
+        if !self.enter_phase(1, &what) {
+            return;
+        }
+        let pass = self.pass.as_mut().expect("in a pass");
+        match pass.io.get(&id) {
+            None => {
+                let f = self
+                    .numbers
+                    .get(&n)
+                    .and_then(|num| self.files.get(&num.file));
+                let state = f.map(|f| format!("buffered {}, eof {}", f.buffered, f.eof));
+                return self.fail(
+                    "unexpected event",
+                    format!(
+                        "{what} ran, but it was not ready-and-registered when the iteration \
+                         began (file now: {state:?})"
+                    ),
+                );
+            }
+            Some(exp) if exp.ran => {
+                return self.fail("ran twice", format!("{what} ran twice in one iteration"));
+            }
+            Some(_) => {}
+        }
+        if side == Side::Read
+            && pass
+                .io
+                .values()
+                .any(|e| e.fd == n && e.side == Side::Write && e.ran)
+        {
+            return self.fail(
+                "reader after writer",
+                format!("{what} ran after the writer of the same fd"),
+            );
+        }
+        pass.io.get_mut(&id).expect("checked").ran = true;
+        if self.numbers.get(&n).map(|num| num.file) != Some(file) {
+            return self.fail(
+                "wrong file",
+                format!("{what} ran, but fd {n} no longer names the file it was added for"),
+            );
+        }
+        if side == Side::Read && read > 0 {
+            let mut buf = std::mem::take(&mut self.scratch);
+            let got = (&self.numbers[&n].sock).read(&mut buf[..read]);
+            self.scratch = buf;
+            let f = self.files.get_mut(&file).expect("open file");
+            let expect = read.min(f.buffered);
+            let ok = match &got {
+                Ok(k) => *k == expect && (expect > 0 || f.eof),
+                Err(e) => e.kind() == io::ErrorKind::WouldBlock && expect == 0 && !f.eof,
+            };
+            if !ok {
+                let (buffered, eof) = (f.buffered, f.eof);
+                return self.fail(
+                    "read result",
+                    format!(
+                        "{what}: read({read}) returned {got:?}; the model has {buffered} \
+                         byte(s) buffered, eof {eof}"
+                    ),
+                );
+            }
+            f.buffered -= expect;
+        }
+        if let Some(op) = self.watchers[&id].then.clone() {
+            self.apply(lp, &op);
+        }
+    }
+
+    fn on_once(&mut self, lp: &EventLoop, id: u64) {
+        self.callbacks += 1;
+        let Some(pass) = self.pass.as_mut() else {
+            return self.fail("outside a pass", format!("callback {id} ran outside run_*"));
+        };
+        pass.runs += 1;
+        let once = &self.onces[&id];
+        let key = once.key;
+        let what = match key {
+            None => format!("call_soon callback {id}"),
+            Some(_) => format!("timer {id}"),
+        };
+        if once.cancelled {
+            return self.fail(
+                "cancelled ran",
+                format!("{what} ran after it was cancelled"),
+            );
+        }
+        if once.ran {
+            return self.fail("ran twice", format!("{what} ran twice"));
+        }
+        match key {
+            None => {
+                if !self.enter_phase(0, &what) {
+                    return;
+                }
+                let pass = self.pass.as_mut().expect("in a pass");
+                while pass.soon_at < pass.soon.len()
+                    && self.onces[&pass.soon[pass.soon_at]].cancelled
+                {
+                    pass.soon_at += 1;
+                }
+                if pass.soon.get(pass.soon_at) != Some(&id) {
+                    let expected = pass.soon.get(pass.soon_at).copied();
+                    let why = if pass.soon.contains(&id) {
+                        "out of FIFO order"
+                    } else {
+                        "in the pass during which it was scheduled (snapshot rule)"
+                    };
+                    return self.fail(
+                        "call_soon order",
+                        format!("{what} ran {why}; the model expected {expected:?}"),
+                    );
+                }
+                pass.soon_at += 1;
+            }
+            Some(key) => {
+                let now = Instant::now();
+                if now < key.0 {
+                    return self.fail(
+                        "timer early",
+                        format!("{what} ran {:?} before its deadline", key.0 - now),
+                    );
+                }
+                if !self.enter_phase(2, &what) {
+                    return;
+                }
+                let pass = self.pass.as_ref().expect("in a pass");
+                let Some(pos) = pass.timers.iter().position(|t| t.1 == id) else {
+                    return self.fail(
+                        "timer snapshot",
+                        format!("{what} ran in the pass during which it was scheduled"),
+                    );
+                };
+                let skipped: Vec<u64> = pass.timers[..pos]
+                    .iter()
+                    .map(|t| t.1)
+                    .filter(|t| !self.onces[t].ran && !self.onces[t].cancelled)
+                    .collect();
+                if !skipped.is_empty() {
+                    return self.fail(
+                        "timer order",
+                        format!(
+                            "{what} ran before timer(s) {skipped:?}, which have earlier \
+                             (deadline, scheduling order)"
+                        ),
+                    );
+                }
+            }
+        }
+        let once = self.onces.get_mut(&id).expect("known callback");
+        once.ran = true;
+        once.handle = None;
+        let then = once.then.take();
+        if let Some(i) = self.pending.iter().position(|p| *p == id) {
+            self.pending.swap_remove(i);
+        }
+        if let Some(op) = then {
+            self.apply(lp, &op);
+        }
+    }
+
+    fn end_pass(&mut self, lp: &EventLoop, result: io::Result<()>) {
+        if let Err(e) = result {
+            self.fail("run error", format!("run_* failed: {e}"));
+        }
+        if self.pass.as_ref().expect("in a pass").phase < 2 {
+            self.enter_phase(2, "the end of the pass");
+        }
+        let pass = self.pass.take().expect("in a pass");
+        let st = lp.stats();
+        let b = pass.before;
+        let fired = (st.timers_fired - b.timers_fired) as usize;
+        let run = st.callbacks_run - b.callbacks_run;
+        let skipped = st.cancelled_skipped - b.cancelled_skipped;
+        if st.iterations - b.iterations != 1 {
+            self.fail(
+                "stats",
+                format!("one run_* made {} iterations", st.iterations - b.iterations),
+            );
+        }
+        if run != pass.runs {
+            self.fail(
+                "stats",
+                format!(
+                    "callbacks_run grew by {run}, but {} of the program's callbacks ran",
+                    pass.runs
+                ),
+            );
+        }
+        let queued = (pass.soon.len() + pass.io.len() + fired) as u64;
+        if run + skipped != queued {
+            self.fail(
+                "stats",
+                format!(
+                    "{run} callback(s) ran and {skipped} were skipped, but the pass should have \
+                     queued {queued}: {} call_soon, {} I/O, {fired} timer(s)",
+                    pass.soon.len(),
+                    pass.io.len()
+                ),
+            );
+        }
+        if fired > pass.timers.len() {
+            self.fail(
+                "timer snapshot",
+                format!("{fired} timers fired, {} were live", pass.timers.len()),
+            );
+        }
+        for (i, &(key, id)) in pass.timers.iter().enumerate() {
+            let once = &self.onces[&id];
+            if i < fired {
+                if !once.ran && !once.cancelled {
+                    self.fail(
+                        "lost timer",
+                        format!("timer {id} was queued, not cancelled, and did not run"),
+                    );
+                }
+                self.timers.remove(&key);
+            } else {
+                if once.ran {
+                    self.fail(
+                        "timer snapshot",
+                        format!("timer {id} ran but is not among the {fired} fired"),
+                    );
+                }
+                if key.0 <= pass.started {
+                    self.fail(
+                        "due timer not fired",
+                        format!(
+                            "timer {id} was due before the iteration began and did not fire \
+                             ({fired} fired)"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The driver
+
+/// What a run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Outcome {
+    /// Ops applied by the driver (nested ops not counted).
+    pub ops: usize,
+    /// Iterations run.
+    pub iterations: u64,
+    /// Callbacks of the program that ran.
+    pub callbacks: u64,
+}
+
+/// Runs the ops of `program` whose indices are in `selection` (increasing), on
+/// `backend`, checking every callback against the model. Never panics on a failed check.
+pub fn try_run(backend: Backend, program: &[Op], selection: &[usize]) -> Result<Outcome, Failure> {
+    let current = Cell::new(0usize);
+    let iteration = Rc::new(Cell::new(0u64));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        drive(backend, program, selection, &current, &iteration)
+    }));
+    match result {
+        Ok(r) => r,
+        Err(payload) => {
+            let message = if let Some(s) = payload.downcast_ref::<&str>() {
+                s.to_string()
+            } else if let Some(s) = payload.downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "<non-string panic>".to_string()
+            };
+            Err(Failure {
+                kind: "panic",
+                message: format!("panicked: {message}"),
+                op: current.get(),
+                iteration: iteration.get(),
+            })
+        }
+    }
+}
+
+fn drive(
+    backend: Backend,
+    program: &[Op],
+    selection: &[usize],
+    current: &Cell<usize>,
+    iteration: &Cell<u64>,
+) -> Result<Outcome, Failure> {
+    let range = FdRange::take(backend).map_err(|message| Failure {
+        kind: "environment",
+        message,
+        op: 0,
+        iteration: 0,
+    })?;
+    let lp = EventLoop::with_backend(backend).map_err(|e| Failure {
+        kind: "environment",
+        message: format!("cannot create a {backend} loop: {e}"),
+        op: 0,
+        iteration: 0,
+    })?;
+    let world = Rc::new_cyclic(|me| {
+        RefCell::new(World {
+            me: me.clone(),
+            no_dups: backend == Backend::Kqueue && cfg!(target_os = "linux"),
+            base: range.base,
+            files: HashMap::new(),
+            numbers: BTreeMap::new(),
+            watch: BTreeMap::new(),
+            watchers: HashMap::new(),
+            onces: HashMap::new(),
+            deque: Vec::new(),
+            timers: BTreeMap::new(),
+            pending: Vec::new(),
+            next_id: 0,
+            next_seq: 0,
+            pass: None,
+            failure: None,
+            iteration: 0,
+            callbacks: 0,
+            scratch: vec![0; MAX_READ],
+        })
+    });
+    let mut outcome = Outcome::default();
+    let mut failure = None;
+    for &index in selection {
+        current.set(index);
+        let op = &program[index];
+        match op {
+            Op::RunNowait | Op::RunOnce => {
+                let once = world
+                    .borrow_mut()
+                    .begin_pass(&lp, matches!(op, Op::RunOnce));
+                let result = if once { lp.run_once() } else { lp.run_nowait() };
+                world.borrow_mut().end_pass(&lp, result);
+            }
+            _ => world.borrow_mut().apply(&lp, op),
+        }
+        outcome.ops += 1;
+        let mut w = world.borrow_mut();
+        w.check_counts(&lp);
+        iteration.set(w.iteration);
+        if let Some((kind, message)) = w.failure.take() {
+            failure = Some(Failure {
+                kind,
+                message,
+                op: index,
+                iteration: w.iteration,
+            });
+            break;
+        }
+    }
+    {
+        let w = world.borrow();
+        outcome.iterations = w.iteration;
+        outcome.callbacks = w.callbacks;
+    }
+    // Tear down: the loop first (it holds the callbacks), then the fds, then the range.
+    drop(lp);
+    drop(world);
+    drop(range);
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(outcome),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Selections, shrinking, replay
+
+/// Formats increasing indices as ranges: `0-17,19-19,23-40`.
+pub fn format_selection(selection: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < selection.len() {
+        let start = selection[i];
+        let mut end = start;
+        while i + 1 < selection.len() && selection[i + 1] == end + 1 {
+            i += 1;
+            end += 1;
+        }
+        out.push(format!("{start}-{end}"));
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// Parses `EVLOOP_FUZZ_OPS`: a plain number N means the first N ops; otherwise a list of
+/// index ranges as [`format_selection`] writes them.
+pub fn parse_selection(text: &str) -> Result<Vec<usize>, String> {
+    let text = text.trim();
+    if let Ok(n) = text.parse::<usize>() {
+        return Ok((0..n).collect());
+    }
+    let mut out = Vec::new();
+    for part in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let a: usize = a
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad range {part:?}"))?;
+        let b: usize = b
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad range {part:?}"))?;
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// A program to replay, from `EVLOOP_FUZZ_SEED` and `EVLOOP_FUZZ_OPS`.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// The seed.
+    pub seed: u64,
+    /// The ops to run, by index in the seed's program.
+    pub selection: Vec<usize>,
+}
+
+impl Replay {
+    /// `Some` when `EVLOOP_FUZZ_SEED` is set (`EVLOOP_FUZZ_OPS` defaults to 20,000).
+    ///
+    /// # Panics
+    /// If either variable does not parse.
+    pub fn from_env() -> Option<Replay> {
+        let seed = std::env::var("EVLOOP_FUZZ_SEED").ok()?;
+        let seed = seed
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("EVLOOP_FUZZ_SEED={seed:?} is not a u64"));
+        let ops = std::env::var("EVLOOP_FUZZ_OPS").unwrap_or_else(|_| "20000".into());
+        let selection =
+            parse_selection(&ops).unwrap_or_else(|e| panic!("EVLOOP_FUZZ_OPS={ops:?}: {e}"));
+        Some(Replay { seed, selection })
+    }
+}
+
+fn module_name(backend: Backend) -> String {
+    backend.to_string().replace('-', "_")
+}
+
+/// Shrinks a failing selection: truncation after the failing op, then deletion of chunks
+/// of ops while the same check still fails. Bounded in runs and time.
+fn shrink(backend: Backend, program: &[Op], first: Failure) -> (Vec<usize>, Failure) {
+    let mut best: Vec<usize> = (0..=first.op).collect();
+    let mut failure = first;
+    let started = Instant::now();
+    let mut runs = 0;
+    let budget = |runs: usize| runs < 3000 && started.elapsed() < Duration::from_secs(60);
+    // Truncation: confirm the prefix still fails.
+    match try_run(backend, program, &best) {
+        Err(f) if f.kind == failure.kind => {
+            best = best.into_iter().take_while(|&i| i <= f.op).collect();
+            failure = f;
+        }
+        _ => return (best, failure),
+    }
+    let mut chunk = best.len() / 2;
+    while chunk >= 1 && budget(runs) {
+        let mut i = 0;
+        while i < best.len() && budget(runs) {
+            let candidate: Vec<usize> = best[..i]
+                .iter()
+                .chain(best[(i + chunk).min(best.len())..].iter())
+                .copied()
+                .collect();
+            runs += 1;
+            match try_run(backend, program, &candidate) {
+                Err(f) if f.kind == failure.kind => {
+                    best = candidate.into_iter().take_while(|&j| j <= f.op).collect();
+                    failure = f;
+                }
+                _ => i += chunk,
+            }
+        }
+        chunk /= 2;
+    }
+    (best, failure)
+}
+
+/// Runs `ops` operations of `seed`'s program on `backend`; on a failed check, shrinks the
+/// program and panics with the backend, the seed, the failing check and a replay command.
+pub fn run(backend: Backend, seed: u64, ops: usize) -> Outcome {
+    run_selection(backend, seed, &(0..ops).collect::<Vec<_>>())
+}
+
+/// [`run`] for an explicit selection of the program's ops (a replay).
+pub fn run_selection(backend: Backend, seed: u64, selection: &[usize]) -> Outcome {
+    let len = selection.iter().max().map_or(0, |m| m + 1);
+    let program = generate(seed, len);
+    match try_run(backend, &program, selection) {
+        Ok(outcome) => outcome,
+        Err(first) => {
+            let first_text = format!(
+                "{} (op #{}, iteration {})",
+                first.message, first.op, first.iteration
+            );
+            let (selection, failure) = shrink(backend, &program, first);
+            let mut listing = String::new();
+            if selection.len() <= 80 {
+                for &i in &selection {
+                    listing.push_str(&format!("\n    #{i}: {:?}", program[i]));
+                }
+            }
+            panic!(
+                "evloop fuzz: backend {backend}, seed {seed}: {} check failed\n  first seen: \
+                 {first_text}\n  shrunk to {} op(s): {} (at op #{}, iteration {})\n  replay: \
+                 EVLOOP_FUZZ_SEED={seed} EVLOOP_FUZZ_OPS={} cargo test --test fuzz -- --nocapture {}::\n  the \
+                 shrunk program:{}",
+                failure.kind,
+                selection.len(),
+                failure.message,
+                failure.op,
+                failure.iteration,
+                format_selection(&selection),
+                module_name(backend),
+                listing,
+            );
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The differential fuzzer on every backend: seeded random programs over the public API
+//! (readers, writers, fd close/dup/dup2/reuse, peer writes and closes, `call_soon`,
+//! `call_later`, cancellation, iterations) checked callback by callback against a model of
+//! what must run and in what order. The engine, and the exact rules it checks, are in
+//! `tests/common/fuzz_model.rs`.
+//!
+//! - `cargo test --test fuzz` runs [`SEEDS`] × [`OPS`] operations per backend (debug build,
+//!   a few seconds in all).
+//! - `cargo test --release --test fuzz -- --ignored` runs at least 1,000,000 operations per
+//!   backend and prints how many ran and how long it took.
+//! - A failure prints the backend, the seed, the failed check and a shrunk program, with the
+//!   command that replays it: `EVLOOP_FUZZ_SEED=… EVLOOP_FUZZ_OPS=… cargo test --test fuzz
+//!   -- <backend>::`. With `EVLOOP_FUZZ_SEED` set, each backend's test runs only that
+//!   program.
+
+mod common;
+
+use std::time::Instant;
+
+use common::fuzz_model;
+use common::*;
+
+/// The seeds every backend runs in `cargo test`.
+const SEEDS: [u64; 2] = [1, 2];
+
+/// Operations per seed in `cargo test`.
+const OPS: usize = 20_000;
+
+per_backend! {
+    fn random_programs_agree_with_the_model(backend: Backend) {
+        if let Some(replay) = fuzz_model::Replay::from_env() {
+            let outcome = fuzz_model::run_selection(backend, replay.seed, &replay.selection);
+            eprintln!("{backend}: replayed seed {}: {outcome:?}", replay.seed);
+            return;
+        }
+        for seed in SEEDS {
+            let outcome = fuzz_model::run(backend, seed, OPS);
+            assert_eq!(outcome.ops, OPS);
+            assert!(
+                outcome.iterations > 0 && outcome.callbacks > 0,
+                "{backend}, seed {seed}: the program exercised nothing: {outcome:?}"
+            );
+        }
+    }
+}
+
+/// At least 1,000,000 operations per backend (release build recommended):
+/// `cargo test --release --test fuzz -- --ignored --nocapture`.
+#[test]
+#[ignore = "long: a million operations per backend; run with --release"]
+fn a_million_operations_per_backend() {
+    const PER_SEED: usize = 100_000;
+    const SEEDS_LONG: u64 = 10;
+    for backend in Backend::available() {
+        let started = Instant::now();
+        let (mut ops, mut iterations, mut callbacks) = (0, 0, 0);
+        for seed in 1000..1000 + SEEDS_LONG {
+            let outcome = fuzz_model::run(backend, seed, PER_SEED);
+            ops += outcome.ops;
+            iterations += outcome.iterations;
+            callbacks += outcome.callbacks;
+        }
+        assert!(ops >= 1_000_000, "{backend}: only {ops} operations ran");
+        eprintln!(
+            "{backend}: {ops} operations, {iterations} iterations, {callbacks} callbacks in {:?}",
+            started.elapsed()
+        );
+    }
+}
