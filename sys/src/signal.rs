@@ -694,6 +694,36 @@ impl ThreadSignal {
     }
 }
 
+/// Arms (or, with `None`, disarms) the process's real-time interval timer
+/// (`setitimer(ITIMER_REAL)`): `SIGALRM` every `interval`, the first one `interval` from now.
+/// Process-wide, like every signal disposition: tests that use it run in a child process (the
+/// signal storm of `tests/soak.rs`). Test aid (`internals` feature).
+///
+/// # Errors
+/// `EINVAL` for an interval the kernel cannot represent.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub fn set_alarm_interval(interval: Option<std::time::Duration>) -> io::Result<()> {
+    let tv = match interval {
+        Some(d) => libc::timeval {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_usec: d.subsec_micros() as libc::suseconds_t,
+        },
+        None => libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        },
+    };
+    let value = libc::itimerval {
+        it_interval: tv,
+        it_value: tv,
+    };
+    // SAFETY: `value` is a valid itimerval that lives across the call; a null old-value
+    // pointer is allowed and means "do not report the previous timer".
+    cvt(unsafe { libc::setitimer(libc::ITIMER_REAL, &value, std::ptr::null_mut()) })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
