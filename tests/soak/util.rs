@@ -1,0 +1,100 @@
+//! Shared aids of the soak cases.
+//!
+//! Measurements of this process ([`Snapshot`]: open fds, `VmRSS`, CPU time, taken before and
+//! after a case and compared), the fd limit and the headroom kept under it, a seeded PRNG,
+//! the deterministic data pattern of the echo case with its checksum (both the server in
+//! this process and the client child compute it, so each side checks every byte at its
+//! place), and the parsing of the environment a child process is started with.
+
+use std::time::Duration;
+
+use crate::common::open_fds;
+
+/// The fd number from which `select-strict` refuses to watch (glibc's `FD_SETSIZE`).
+pub(crate) const FD_SETSIZE: usize = 1024;
+
+/// The resident set size of this process in KiB (`VmRSS` of `/proc/self/status`).
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// fds, RSS and CPU time at one moment.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Snapshot {
+    pub(crate) fds: usize,
+    pub(crate) rss_kib: u64,
+    pub(crate) cpu: Duration,
+}
+
+impl Snapshot {
+    pub(crate) fn take() -> Snapshot {
+        Snapshot {
+            fds: open_fds(),
+            rss_kib: rss_kib(),
+            cpu: evloop::sys::floor::process_cpu_time(),
+        }
+    }
+}
+
+/// A seeded PRNG (SplitMix64): deterministic data and write sizes without a dependency.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(self.0)
+    }
+    /// A number in `1..=max`.
+    pub(crate) fn between_1_and(&mut self, max: usize) -> usize {
+        1 + (self.next() % max as u64) as usize
+    }
+}
+
+/// SplitMix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Byte `k` of connection `conn`'s stream: both processes compute it, so each side checks
+/// every byte it receives at its place (loss or reordering changes it).
+pub(crate) fn stream_byte(conn: u64, k: usize) -> u8 {
+    (mix((conn << 40) ^ (k as u64 / 8)) >> (8 * (k % 8))) as u8
+}
+
+/// A position-weighted checksum, updated byte by byte.
+pub(crate) fn checksum_step(sum: u64, k: usize, b: u8) -> u64 {
+    sum.wrapping_add((k as u64 + 1).wrapping_mul(b as u64 + 1))
+}
+
+/// The checksum of connection `conn`'s first `len` bytes.
+pub(crate) fn expected_checksum(conn: u64, len: usize) -> u64 {
+    (0..len).fold(0, |s, k| checksum_step(s, k, stream_byte(conn, k)))
+}
+
+/// Raises `RLIMIT_NOFILE` to its hard limit and returns the new soft limit.
+pub(crate) fn raise_fd_limit() -> u64 {
+    evloop::sys::fd::raise_nofile_limit()
+        .expect("raise RLIMIT_NOFILE")
+        .0
+}
+
+/// Reads the environment variable `name`, set by the parent for a child role, as a `T`;
+/// panics naming the variable if it is missing or malformed.
+pub(crate) fn env_parse<T: std::str::FromStr>(name: &str) -> T {
+    let text = std::env::var(name).unwrap_or_else(|_| panic!("child: {name} not set"));
+    text.parse()
+        .unwrap_or_else(|_| panic!("child: {name}={text} is not a number"))
+}
+
+/// Headroom kept free under `RLIMIT_NOFILE` for the loop, the harness and the child's pipes.
+pub(crate) const FD_HEADROOM: u64 = 200;
