@@ -44,6 +44,15 @@ pub struct Builder {
 
 impl Builder {
     /// The backend to run on (default: `EVLOOP_BACKEND`, else the platform's best).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Backend, EventLoop};
+    /// let event_loop = EventLoop::builder().backend(Backend::Poll).build()?;
+    /// assert_eq!(event_loop.backend(), Backend::Poll);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn backend(mut self, backend: Backend) -> Builder {
         self.backend = Some(backend);
         self
@@ -51,6 +60,14 @@ impl Builder {
 
     /// Debug mode on or off (default: `EVLOOP_DEBUG`, else off). See
     /// [`EventLoop::set_debug`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::builder().debug(true).build()?;
+    /// assert!(event_loop.debug());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn debug(mut self, on: bool) -> Builder {
         self.debug = Some(on);
         self
@@ -58,6 +75,19 @@ impl Builder {
 
     /// Trace mode on or off (default: `EVLOOP_TRACE`, else off). See
     /// [`EventLoop::set_trace`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::builder().trace(true).build()?;
+    /// let records = Rc::new(Cell::new(0));
+    /// let r = records.clone();
+    /// event_loop.set_diagnostics_handler(move |_| r.set(r.get() + 1));
+    /// event_loop.run_nowait()?;
+    /// assert!(records.get() > 0); // the iteration narrated its steps
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn trace(mut self, on: bool) -> Builder {
         self.trace = Some(on);
         self
@@ -65,6 +95,17 @@ impl Builder {
 
     /// Debug mode's slow-callback threshold (default 100 ms). See
     /// [`EventLoop::set_slow_callback_duration`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::builder()
+    ///     .slow_callback_duration(Duration::from_millis(5))
+    ///     .build()?;
+    /// assert_eq!(event_loop.slow_callback_duration(), Duration::from_millis(5));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn slow_callback_duration(mut self, duration: Duration) -> Builder {
         self.slow_callback = Some(duration);
         self
@@ -72,6 +113,16 @@ impl Builder {
 
     /// Ignore `EVLOOP_BACKEND`, `EVLOOP_DEBUG` and `EVLOOP_TRACE`: what is not set here takes
     /// the built-in default (the platform's best backend, debug and trace off).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Backend, EventLoop};
+    /// let event_loop = EventLoop::builder().ignore_env().build()?;
+    /// assert_eq!(event_loop.backend(), Backend::platform_default());
+    /// assert!(!event_loop.debug());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn ignore_env(mut self) -> Builder {
         self.ignore_env = true;
         self
@@ -83,6 +134,18 @@ impl Builder {
     /// As [`EventLoop::with_backend`]; and, unless the environment is ignored or a backend
     /// was given, an `EVLOOP_BACKEND` that names no available backend (as
     /// [`EventLoop::new`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::builder().build()?;
+    /// assert!(!event_loop.is_closed());
+    /// // One builder can make several loops.
+    /// let builder = evloop::EventLoop::builder().debug(true);
+    /// let (a, b) = (builder.clone().build()?, builder.build()?);
+    /// assert!(a.debug() && b.debug() && !a.downgrade().ptr_eq(&b.downgrade()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn build(self) -> io::Result<EventLoop> {
         let backend = match self.backend {
             Some(backend) => backend,
@@ -110,6 +173,18 @@ impl Builder {
 impl EventLoop {
     /// A [`Builder`] for a loop configured in code (backend, debug and trace modes, the
     /// slow-callback threshold, and whether `EVLOOP_*` variables apply).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::EventLoop;
+    /// // Nothing said: the same loop as `EventLoop::new()` (the environment applies).
+    /// let built = EventLoop::builder().build()?;
+    /// let plain = EventLoop::new()?;
+    /// assert_eq!(built.backend(), plain.backend());
+    /// assert_eq!(built.debug(), plain.debug());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn builder() -> Builder {
         Builder::default()
     }

@@ -27,6 +27,22 @@ impl EventLoop {
     ///
     /// # Errors
     /// If the loop is running (asyncio: "Cannot close a running event loop").
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// let handle = event_loop.call_soon(|_| unreachable!("dropped by close"));
+    /// event_loop.add_reader(a.as_raw_fd(), |_| ())?;
+    /// event_loop.close()?;
+    /// assert!(event_loop.is_closed() && handle.is_cancelled());
+    /// assert!(!event_loop.remove_reader(a.as_raw_fd()));
+    /// assert!(event_loop.run_nowait().is_err());
+    /// event_loop.close()?; // idempotent
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn close(&self) -> io::Result<()> {
         if self.inner.running.get() {
             return Err(io::Error::new(

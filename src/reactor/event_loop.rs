@@ -181,6 +181,16 @@ impl EventLoop {
     /// # Errors
     /// `InvalidInput` for an `EVLOOP_BACKEND` that names no available backend; the OS error
     /// if the selector or the waker cannot be created (e.g. out of fds).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Backend, EventLoop};
+    /// let event_loop = EventLoop::new()?;
+    /// assert!(Backend::available().contains(&event_loop.backend()));
+    /// assert!(!event_loop.is_running() && !event_loop.is_closed());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> io::Result<EventLoop> {
         EventLoop::with_backend(Backend::from_env()?)
     }
@@ -238,6 +248,16 @@ impl EventLoop {
     }
 
     /// The backend this loop runs on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Backend, EventLoop};
+    /// assert_eq!(EventLoop::with_backend(Backend::Poll)?.backend(), Backend::Poll);
+    /// let event_loop = EventLoop::new()?; // EVLOOP_BACKEND, else the platform's best
+    /// assert!(Backend::available().contains(&event_loop.backend()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn backend(&self) -> Backend {
         self.inner.backend
     }
@@ -245,6 +265,20 @@ impl EventLoop {
     /// The epoll or kqueue fd behind the loop, for embedding it in another loop (watch it for
     /// readability, then call [`run_nowait`](EventLoop::run_nowait)); `None` on poll/select
     /// or once closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::Backend;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// match event_loop.backend() {
+    ///     Backend::Epoll | Backend::Kqueue => assert!(event_loop.backend_fd().is_some()),
+    ///     _ => assert!(event_loop.backend_fd().is_none()),
+    /// }
+    /// event_loop.close()?;
+    /// assert!(event_loop.backend_fd().is_none());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn backend_fd(&self) -> Option<RawFd> {
         self.inner.registry.borrow().as_ref()?.backend_fd()
     }
@@ -252,6 +286,15 @@ impl EventLoop {
     /// The loop's clock: monotonic (`CLOCK_MONOTONIC`, which stops during system suspend).
     /// Read afresh on every call, never cached, so a long callback cannot make a later
     /// `call_later` fire early (edge case 43).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, b) = (event_loop.time(), event_loop.time());
+    /// assert!(b >= a); // monotonic, and read afresh each time
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn time(&self) -> Instant {
         Instant::now()
     }
@@ -268,6 +311,24 @@ impl EventLoop {
     /// # Panics
     /// A panic in a callback propagates out of `run_forever`; the loop stays consistent (the
     /// callbacks not yet run stay queued) and can be run again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let runs = Rc::new(Cell::new(0));
+    /// for _ in 0..2 {
+    ///     let r = runs.clone();
+    ///     event_loop.call_soon(move |lp| {
+    ///         r.set(r.get() + 1);
+    ///         lp.stop();
+    ///     });
+    ///     event_loop.run_forever()?; // returns after the iteration that called stop()
+    /// }
+    /// assert_eq!(runs.get(), 2); // the loop ran again after stopping
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn run_forever(&self) -> io::Result<()> {
         let _running = self.enter("run_forever")?;
         loop {
@@ -284,6 +345,20 @@ impl EventLoop {
     ///
     /// # Errors
     /// As [`run_forever`](EventLoop::run_forever).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let ran = Rc::new(Cell::new(false));
+    /// let r = ran.clone();
+    /// event_loop.call_soon(move |_| r.set(true));
+    /// event_loop.run_once()?; // a callback is queued: no blocking
+    /// assert!(ran.get());
+    /// assert_eq!(event_loop.stats().iterations, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn run_once(&self) -> io::Result<()> {
         let _running = self.enter("run_once")?;
         self.iterate(false)
@@ -294,6 +369,18 @@ impl EventLoop {
     ///
     /// # Errors
     /// As [`run_forever`](EventLoop::run_forever).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_nowait()?; // nothing to do: returns at once
+    /// let h = event_loop.call_soon(|_| ());
+    /// event_loop.run_nowait()?;
+    /// assert!(h.is_done());
+    /// assert_eq!(event_loop.stats().iterations, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn run_nowait(&self) -> io::Result<()> {
         let _running = self.enter("run_nowait")?;
         self.iterate(true)
@@ -302,11 +389,46 @@ impl EventLoop {
     /// Installs the handler for errors nobody else can receive (a detached task that
     /// panicked; asyncio's `set_exception_handler`). The default prints to stderr. A handler
     /// that panics is reported by the default one instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc};
+    /// use evloop::ExceptionContext;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let seen = Rc::new(RefCell::new(Vec::new()));
+    /// let s = seen.clone();
+    /// event_loop.set_exception_handler(move |_, ctx| s.borrow_mut().push(ctx.message.clone()));
+    /// event_loop.report_exception(&ExceptionContext::new("lost a connection"));
+    /// assert_eq!(*seen.borrow(), ["lost a connection"]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_exception_handler(&self, handler: impl Fn(&EventLoop, &ExceptionContext) + 'static) {
         *self.inner.exception_handler.borrow_mut() = Some(Rc::new(handler));
     }
 
     /// Goes back to the default exception handler (stderr).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// use evloop::{DiagnosticKind, ExceptionContext};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (handled, unhandled) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+    /// let h = handled.clone();
+    /// event_loop.set_exception_handler(move |_, _| h.set(h.get() + 1));
+    /// let u = unhandled.clone();
+    /// event_loop.set_diagnostics_handler(move |d| {
+    ///     if d.kind == DiagnosticKind::Unhandled {
+    ///         u.set(u.get() + 1);
+    ///     }
+    /// });
+    /// event_loop.clear_exception_handler();
+    /// event_loop.report_exception(&ExceptionContext::new("oops"));
+    /// assert_eq!((handled.get(), unhandled.get()), (0, 1)); // the default took it
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn clear_exception_handler(&self) {
         self.inner.exception_handler.borrow_mut().take();
     }
@@ -314,6 +436,24 @@ impl EventLoop {
     /// Reports `context` through the exception handler (asyncio's `call_exception_handler`).
     /// Without a handler, or if the handler panics, it becomes a [`Diagnostic`] of kind
     /// [`DiagnosticKind::Unhandled`] (by default a line on stderr).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc};
+    /// use evloop::{DiagnosticKind, ExceptionContext};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let records = Rc::new(RefCell::new(Vec::new()));
+    /// let r = records.clone();
+    /// event_loop.set_diagnostics_handler(move |d| r.borrow_mut().push(d.clone()));
+    /// // No exception handler: the report becomes an `Unhandled` diagnostic.
+    /// event_loop.report_exception(&ExceptionContext::new("cache rebuild failed"));
+    /// let records = records.borrow();
+    /// assert_eq!(records.len(), 1);
+    /// assert_eq!(records[0].kind, DiagnosticKind::Unhandled);
+    /// assert!(records[0].message.contains("cache rebuild failed"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn report_exception(&self, context: &ExceptionContext) {
         let handler = self.inner.exception_handler.borrow().clone();
         let message = match handler {
@@ -367,6 +507,22 @@ impl EventLoop {
     }
 
     /// Goes back to the default diagnostics sink (one line per record on stderr).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// use evloop::ExceptionContext;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let count = Rc::new(Cell::new(0));
+    /// let c = count.clone();
+    /// event_loop.set_diagnostics_handler(move |_| c.set(c.get() + 1));
+    /// event_loop.report_exception(&ExceptionContext::new("first"));
+    /// event_loop.clear_diagnostics_handler();
+    /// event_loop.report_exception(&ExceptionContext::new("second")); // a line on stderr
+    /// assert_eq!(count.get(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn clear_diagnostics_handler(&self) {
         self.inner.diagnostics.borrow_mut().take();
     }
@@ -375,6 +531,21 @@ impl EventLoop {
     /// [`run_forever`](EventLoop::run_forever) returns. Called before `run_forever`, it makes
     /// the next `run_forever` poll once without blocking, run what is ready, and return
     /// (asyncio's `test_run_forever_pre_stopped`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let ran = Rc::new(Cell::new(false));
+    /// let r = ran.clone();
+    /// event_loop.call_soon(move |_| r.set(true));
+    /// event_loop.stop(); // before run_forever: one non-blocking pass, then return
+    /// event_loop.run_forever()?;
+    /// assert!(ran.get());
+    /// assert_eq!(event_loop.stats().iterations, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn stop(&self) {
         self.inner.stopping.set(true);
     }
@@ -391,16 +562,48 @@ impl EventLoop {
     }
 
     /// Whether the loop is inside `run_*`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// assert!(!event_loop.is_running());
+    /// event_loop.call_soon(|lp| assert!(lp.is_running()));
+    /// event_loop.run_nowait()?;
+    /// assert!(!event_loop.is_running());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_running(&self) -> bool {
         self.inner.running.get()
     }
 
     /// Whether [`close`](EventLoop::close) was called.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// assert!(!event_loop.is_closed());
+    /// event_loop.close()?;
+    /// assert!(event_loop.is_closed());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.inner.closed.get()
     }
 
     /// A `Send + Sync` handle for other threads: `call_soon_threadsafe` and `wake`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let remote = event_loop.remote();
+    /// let sender = std::thread::spawn(move || remote.call_soon_threadsafe(|lp| lp.stop()));
+    /// assert_eq!(sender.join().unwrap(), Ok(()));
+    /// event_loop.run_forever()?; // the other thread's callback stops it
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn remote(&self) -> Remote {
         Remote {
             shared: self.inner.remote.clone(),
@@ -410,21 +613,66 @@ impl EventLoop {
     /// Turns debug mode on or off (also `EVLOOP_DEBUG=1`): every callback is timed, and one
     /// that runs longer than [`slow_callback_duration`](EventLoop::slow_callback_duration) is
     /// reported on stderr with where it was scheduled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc, time::Duration};
+    /// use evloop::DiagnosticKind;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let records = Rc::new(RefCell::new(Vec::new()));
+    /// let r = records.clone();
+    /// event_loop.set_diagnostics_handler(move |d| r.borrow_mut().push(d.kind));
+    /// event_loop.set_debug(true);
+    /// event_loop.set_slow_callback_duration(Duration::ZERO); // every callback counts as slow
+    /// event_loop.call_soon(|_| ());
+    /// event_loop.run_nowait()?;
+    /// assert!(records.borrow().contains(&DiagnosticKind::SlowCallback));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_debug(&self, on: bool) {
         self.inner.debug.set(on);
     }
 
     /// Whether debug mode is on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::builder().ignore_env().build()?;
+    /// assert!(!event_loop.debug());
+    /// event_loop.set_debug(true);
+    /// assert!(event_loop.debug());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn debug(&self) -> bool {
         self.inner.debug.get()
     }
 
     /// The threshold of debug mode's slow-callback report (default 100 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// assert_eq!(event_loop.slow_callback_duration(), evloop::DEFAULT_SLOW_CALLBACK);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn slow_callback_duration(&self) -> Duration {
         self.inner.slow_callback.get()
     }
 
     /// Sets the threshold of debug mode's slow-callback report.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.set_slow_callback_duration(Duration::from_millis(20));
+    /// assert_eq!(event_loop.slow_callback_duration(), Duration::from_millis(20));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_slow_callback_duration(&self, duration: Duration) {
         self.inner.slow_callback.set(duration);
     }
@@ -432,11 +680,46 @@ impl EventLoop {
     /// Turns trace mode on or off (also `EVLOOP_TRACE=1`): each iteration narrates its six
     /// steps, one [`Diagnostic`] per step (by default a line on stderr; see
     /// [`set_diagnostics_handler`](EventLoop::set_diagnostics_handler)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc};
+    /// use evloop::DiagnosticKind;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let kinds = Rc::new(RefCell::new(Vec::new()));
+    /// let k = kinds.clone();
+    /// event_loop.set_diagnostics_handler(move |d| k.borrow_mut().push(d.kind));
+    /// event_loop.set_trace(true);
+    /// event_loop.run_nowait()?;
+    /// let n = kinds.borrow().len();
+    /// assert!(n > 0 && kinds.borrow().iter().all(|k| *k == DiagnosticKind::Trace));
+    /// event_loop.set_trace(false);
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(kinds.borrow().len(), n); // silent again
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_trace(&self, on: bool) {
         self.inner.trace.set(on);
     }
 
     /// Counters since the loop was created.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.call_soon(|_| ());
+    /// let timer = event_loop.call_later(Duration::from_secs(3600), |_| ());
+    /// assert_eq!((event_loop.stats().ready, event_loop.stats().timers), (1, 1));
+    /// event_loop.run_nowait()?;
+    /// timer.cancel();
+    /// let stats = event_loop.stats();
+    /// assert_eq!((stats.iterations, stats.callbacks_run), (1, 1));
+    /// assert_eq!((stats.ready, stats.timers_cancelled), (0, 1));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn stats(&self) -> Stats {
         let s = &self.inner.stats;
         let timers = self.inner.timers.borrow();
@@ -707,6 +990,19 @@ pub fn current() -> EventLoop {
 }
 
 /// The loop running on this thread, or `None`.
+///
+/// # Examples
+///
+/// ```
+/// assert!(evloop::try_current().is_none()); // no loop is running here
+/// let event_loop = evloop::EventLoop::new()?;
+/// event_loop.call_soon(|lp| {
+///     let current = evloop::try_current().expect("inside a callback");
+///     assert!(current.downgrade().ptr_eq(&lp.downgrade()));
+/// });
+/// event_loop.run_nowait()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn try_current() -> Option<EventLoop> {
     running_loop()
 }

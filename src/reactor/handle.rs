@@ -141,21 +141,69 @@ pub struct Handle {
 impl Handle {
     /// Cancels the callback if it has not run yet, and drops the closure at once. Idempotent;
     /// a no-op once the callback ran (or while it runs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let ran = Rc::new(Cell::new(false));
+    /// let r = ran.clone();
+    /// let handle = event_loop.call_soon(move |_| r.set(true));
+    /// handle.cancel();
+    /// handle.cancel(); // idempotent
+    /// event_loop.run_nowait()?;
+    /// assert!(!ran.get());
+    /// assert_eq!(Rc::strong_count(&ran), 1); // the closure was dropped at once
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn cancel(&self) {
         self.cell.cancel();
     }
 
     /// Whether [`cancel`](Handle::cancel) took effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let handle = event_loop.call_soon(|_| ());
+    /// event_loop.run_nowait()?;
+    /// handle.cancel(); // too late: it already ran
+    /// assert!(!handle.is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.cell.state() == State::Cancelled
     }
 
     /// Whether the callback has run (or is running).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let handle = event_loop.call_soon(|_| ());
+    /// assert!(!handle.is_done()); // call_soon never runs the callback synchronously
+    /// event_loop.run_nowait()?;
+    /// assert!(handle.is_done());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_done(&self) -> bool {
         self.cell.state() == State::Done
     }
 
     /// The source location of the `call_soon` that created this handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let line = line!() + 1;
+    /// let handle = event_loop.call_soon(|_| ());
+    /// assert_eq!((handle.location().file(), handle.location().line()), (file!(), line));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn location(&self) -> &'static Location<'static> {
         self.cell.location()
     }
@@ -196,6 +244,19 @@ impl TimerHandle {
     /// Cancels the timer if it has not run yet, and drops the closure at once. Idempotent; a
     /// no-op once it ran. A cancelled timer left in the heap is counted, and the heap is
     /// compacted when such entries dominate, so memory stays bounded by the live timers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let timer = event_loop.call_later(Duration::ZERO, |_| unreachable!("cancelled"));
+    /// timer.cancel();
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(event_loop.stats().timers_cancelled, 1);
+    /// assert_eq!(event_loop.stats().timers_fired, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn cancel(&self) {
         let was = self.cell.state();
         if self.cell.cancel() {
@@ -208,21 +269,69 @@ impl TimerHandle {
     }
 
     /// Whether [`cancel`](TimerHandle::cancel) took effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let timer = event_loop.call_later(Duration::from_secs(60), |_| ());
+    /// assert!(!timer.is_cancelled());
+    /// timer.cancel();
+    /// assert!(timer.is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.cell.state() == State::Cancelled
     }
 
     /// Whether the callback has run (or is running).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let timer = event_loop.call_later(Duration::ZERO, |lp| lp.stop());
+    /// assert!(!timer.is_done()); // never synchronously, even with a zero delay
+    /// event_loop.run_forever()?;
+    /// assert!(timer.is_done());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_done(&self) -> bool {
         self.cell.state() == State::Done
     }
 
     /// The deadline, on the loop's monotonic clock ([`EventLoop::time`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let before = event_loop.time();
+    /// let timer = event_loop.call_later(Duration::from_secs(10), |_| ());
+    /// assert!(timer.when() >= before + Duration::from_secs(10));
+    /// let deadline = before + Duration::from_secs(5);
+    /// assert_eq!(event_loop.call_at(deadline, |_| ()).when(), deadline);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn when(&self) -> Instant {
         self.when
     }
 
     /// The source location of the `call_later`/`call_at` that created this handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let line = line!() + 1;
+    /// let timer = event_loop.call_later(Duration::from_secs(1), |_| ());
+    /// assert_eq!((timer.location().file(), timer.location().line()), (file!(), line));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn location(&self) -> &'static Location<'static> {
         self.cell.location()
     }

@@ -200,6 +200,26 @@ impl Remote {
     /// process is the child of a `fork()` made after the loop was created (the loop belongs
     /// to the parent), or if the write that wakes the loop failed (its waker is broken; the
     /// next call tries again).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::LoopClosed;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let remote = event_loop.remote();
+    /// let worker = std::thread::spawn(move || {
+    ///     let answer = 6 * 7; // computed off the loop's thread
+    ///     remote.call_soon_threadsafe(move |lp| {
+    ///         assert_eq!(answer, 42);
+    ///         lp.stop();
+    ///     })
+    /// });
+    /// assert_eq!(worker.join().unwrap(), Ok(()));
+    /// event_loop.run_forever()?; // runs the callback, which stops the loop
+    /// event_loop.close()?;
+    /// assert_eq!(event_loop.remote().call_soon_threadsafe(|_| ()), Err(LoopClosed));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     #[doc(alias = "post")]
     pub fn call_soon_threadsafe(
@@ -219,12 +239,36 @@ impl Remote {
     ///
     /// # Errors
     /// [`LoopClosed`] as for [`call_soon_threadsafe`](Remote::call_soon_threadsafe).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let remote = event_loop.remote();
+    /// let waker = std::thread::spawn(move || remote.wake());
+    /// event_loop.run_once()?; // nothing scheduled: blocks until the wake-up arrives
+    /// assert_eq!(waker.join().unwrap(), Ok(()));
+    /// assert_eq!(event_loop.stats().callbacks_run, 0); // woken, with nothing to run
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn wake(&self) -> Result<(), LoopClosed> {
         self.shared.post(|| None)
     }
 
     /// Whether sending is pointless: the loop was closed or dropped, or this process is the
     /// child of a `fork()` made after the loop was created.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let remote = event_loop.remote();
+    /// assert!(!remote.is_closed());
+    /// drop(event_loop); // dropping the last clone closes the loop
+    /// assert!(remote.is_closed());
+    /// assert!(remote.wake().is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.shared.is_closed()
     }

@@ -100,6 +100,22 @@ impl EventLoop {
     ///
     /// # Panics
     /// If the loop is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc, time::Duration};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let now = event_loop.time();
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// let (l1, l2) = (log.clone(), log.clone());
+    /// // Both deadlines have passed: they run in deadline order, not in call order.
+    /// event_loop.call_at(now - Duration::from_millis(1), move |_| l1.borrow_mut().push("a"));
+    /// event_loop.call_at(now - Duration::from_millis(2), move |_| l2.borrow_mut().push("b"));
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(*log.borrow(), ["b", "a"]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     pub fn call_at(
         &self,
@@ -176,6 +192,29 @@ impl EventLoop {
     ///
     /// # Errors
     /// As [`add_reader`](EventLoop::add_reader).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (mut a, b) = UnixStream::pair()?;
+    /// let fd = a.as_raw_fd();
+    /// event_loop.add_writer(fd, move |lp| {
+    ///     a.write_all(b"hi").unwrap(); // writable: the write does not block
+    ///     assert!(lp.remove_writer(fd)); // nothing more to write
+    ///     lp.stop();
+    /// })?;
+    /// event_loop.run_forever()?;
+    /// assert!(!event_loop.has_writer(fd));
+    /// let mut buf = [0; 2];
+    /// std::io::Read::read_exact(&mut &b, &mut buf)?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     pub fn add_writer(
         &self,
@@ -188,12 +227,38 @@ impl EventLoop {
     /// Stops watching `fd` for readability; returns whether a reader was registered. A reader
     /// already queued in this iteration will not run. Cheap: the kernel is told at the start
     /// of the next iteration, and not at all if a reader is added back before then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// event_loop.add_reader(a.as_raw_fd(), |_| unreachable!("removed before it could run"))?;
+    /// assert!(event_loop.remove_reader(a.as_raw_fd()));
+    /// assert!(!event_loop.remove_reader(a.as_raw_fd())); // nothing left to remove
+    /// event_loop.run_nowait()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn remove_reader(&self, fd: RawFd) -> bool {
         self.remove_watcher(fd, Side::Reader)
     }
 
     /// Stops watching `fd` for writability; returns whether a writer was registered. As
     /// [`remove_reader`](EventLoop::remove_reader).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// event_loop.add_writer(a.as_raw_fd(), |_| unreachable!("removed before it could run"))?;
+    /// assert!(event_loop.remove_writer(a.as_raw_fd()));
+    /// assert!(!event_loop.remove_writer(a.as_raw_fd()));
+    /// event_loop.run_nowait()?; // the socket is writable, but nobody watches it any more
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn remove_writer(&self, fd: RawFd) -> bool {
         self.remove_watcher(fd, Side::Writer)
     }
@@ -259,11 +324,38 @@ impl EventLoop {
     }
 
     /// Whether `fd` has a reader.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// let fd = a.as_raw_fd();
+    /// assert!(!event_loop.has_reader(fd));
+    /// event_loop.add_reader(fd, |_| ())?;
+    /// assert!(event_loop.has_reader(fd) && !event_loop.has_writer(fd));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn has_reader(&self, fd: RawFd) -> bool {
         self.has_watcher(fd, Side::Reader)
     }
 
     /// Whether `fd` has a writer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// let fd = a.as_raw_fd();
+    /// event_loop.add_writer(fd, |_| ())?;
+    /// assert!(event_loop.has_writer(fd) && !event_loop.has_reader(fd));
+    /// event_loop.remove_writer(fd);
+    /// assert!(!event_loop.has_writer(fd));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn has_writer(&self, fd: RawFd) -> bool {
         self.has_watcher(fd, Side::Writer)
     }

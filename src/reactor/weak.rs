@@ -33,6 +33,17 @@ pub struct WeakEventLoop {
 
 impl EventLoop {
     /// A [`WeakEventLoop`] for this loop, which does not keep it alive (`Rc::downgrade`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let weak = event_loop.downgrade();
+    /// assert!(weak.ptr_eq(&event_loop.downgrade()));
+    /// drop(event_loop); // the weak handle did not keep it alive
+    /// assert!(weak.upgrade().is_none());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn downgrade(&self) -> WeakEventLoop {
         WeakEventLoop {
             inner: Rc::downgrade(&self.inner),
@@ -42,11 +53,31 @@ impl EventLoop {
 
 impl WeakEventLoop {
     /// The loop, if an [`EventLoop`] for it still exists (closed or not).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let weak = event_loop.downgrade();
+    /// event_loop.close()?;
+    /// let again = weak.upgrade().expect("a clone still exists");
+    /// assert!(again.is_closed()); // closed, but still there
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn upgrade(&self) -> Option<EventLoop> {
         self.inner.upgrade().map(|inner| EventLoop { inner })
     }
 
     /// Whether both handles name the same loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (a, b) = (evloop::EventLoop::new()?, evloop::EventLoop::new()?);
+    /// assert!(a.downgrade().ptr_eq(&a.clone().downgrade()));
+    /// assert!(!a.downgrade().ptr_eq(&b.downgrade()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn ptr_eq(&self, other: &WeakEventLoop) -> bool {
         self.inner.ptr_eq(&other.inner)
     }

@@ -416,31 +416,106 @@ impl<T> Task<T> {
     /// [`TaskError::Cancelled`] — or [`TaskError::Panicked`] if the future's destructor
     /// panicked (the panic is caught: `cancel` itself never panics). A no-op once the task
     /// finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::TaskError;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let task = event_loop.spawn(std::future::pending::<()>());
+    /// event_loop.run_nowait()?; // the task is now parked, waiting forever
+    /// task.cancel();
+    /// assert_eq!(event_loop.run_until_complete(task)?, Err(TaskError::Cancelled));
+    /// assert_eq!(event_loop.stats().tasks, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn cancel(&self) {
         self.cell.clone().cancel();
     }
 
     /// Whether the task finished (with a value, an error, or cancelled).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let task = event_loop.spawn(async { 1 });
+    /// assert!(!task.is_done()); // its first step runs on a later iteration
+    /// event_loop.run_nowait()?;
+    /// assert!(task.is_done());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_done(&self) -> bool {
         self.cell.header().is_done()
     }
 
     /// Whether [`cancel`](Task::cancel) was called before the task finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let finished = event_loop.spawn(async {});
+    /// let pending = event_loop.spawn(std::future::pending::<()>());
+    /// event_loop.run_nowait()?;
+    /// finished.cancel(); // too late: a no-op
+    /// pending.cancel();
+    /// assert!(!finished.is_cancelled());
+    /// assert!(pending.is_cancelled() && pending.is_done());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.cell.header().is_cancelled()
     }
 
     /// Names the task (debug mode and the exception handler print it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::RefCell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let names = Rc::new(RefCell::new(Vec::new()));
+    /// let n = names.clone();
+    /// event_loop.set_exception_handler(move |_, ctx| n.borrow_mut().push(ctx.task_name.clone()));
+    /// let task = event_loop.spawn(async { panic!("worker failed") });
+    /// task.set_name("worker");
+    /// drop(task); // detached: its panic goes to the exception handler, with the name
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(*names.borrow(), [Some("worker".to_string())]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_name(&self, name: impl Into<String>) {
         *self.cell.header().name.borrow_mut() = Some(name.into());
     }
 
     /// The task's name, if it has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let task = event_loop.spawn(async {});
+    /// assert_eq!(task.name(), None);
+    /// task.set_name("fetcher");
+    /// assert_eq!(task.name().as_deref(), Some("fetcher"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn name(&self) -> Option<String> {
         self.cell.header().name.borrow().clone()
     }
 
     /// Where the task was spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let line = line!() + 1;
+    /// let task = event_loop.spawn(async {});
+    /// assert_eq!((task.location().file(), task.location().line()), (file!(), line));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn location(&self) -> &'static Location<'static> {
         self.cell.header().location
     }

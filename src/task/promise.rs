@@ -124,6 +124,16 @@ impl<T: 'static> Default for Promise<T> {
 
 impl<T: 'static> Promise<T> {
     /// A pending promise, bound to the running loop if there is one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::Promise;
+    /// let promise: Promise<u32> = Promise::new();
+    /// assert!(!promise.is_done());
+    /// assert!(promise.result().is_none());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> Promise<T> {
         let bound =
             crate::reactor::try_current().map_or_else(Weak::new, |l| Rc::downgrade(&l.inner));
@@ -145,6 +155,17 @@ impl<T: 'static> Promise<T> {
     ///
     /// # Errors
     /// [`InvalidState`] if it is already done; `value` is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{InvalidState, Promise};
+    /// let promise = Promise::new();
+    /// assert_eq!(promise.set_result(1), Ok(()));
+    /// assert_eq!(promise.set_result(2), Err(InvalidState)); // done already: 2 is dropped
+    /// assert!(matches!(promise.result(), Some(Ok(1))));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_result(&self, value: T) -> Result<(), InvalidState> {
         self.complete(Ok(value))
     }
@@ -153,22 +174,69 @@ impl<T: 'static> Promise<T> {
     ///
     /// # Errors
     /// [`InvalidState`] if it is already done.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Promise, PromiseError};
+    /// let promise: Promise<u32> = Promise::new();
+    /// promise.set_error("disk full").unwrap();
+    /// match promise.result() {
+    ///     Some(Err(PromiseError::Failed(e))) => assert_eq!(e.to_string(), "disk full"),
+    ///     other => panic!("unexpected {other:?}"),
+    /// }
+    /// assert!(promise.set_error("again").is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_error(&self, error: impl Into<Box<dyn Error>>) -> Result<(), InvalidState> {
         let error: Box<dyn Error> = error.into();
         self.complete(Err(PromiseError::Failed(Rc::from(error))))
     }
 
     /// Cancels the promise; returns `false` if it was already done.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Promise, PromiseError};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let promise: Promise<u32> = event_loop.create_promise();
+    /// assert!(promise.cancel());
+    /// assert!(!promise.cancel()); // already done
+    /// let outcome = event_loop.run_until_complete(promise)?; // awaiting it gives the error
+    /// assert!(matches!(outcome, Err(PromiseError::Cancelled)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn cancel(&self) -> bool {
         self.complete(Err(PromiseError::Cancelled)).is_ok()
     }
 
     /// Whether the promise is done (value, error or cancelled).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let promise = evloop::Promise::new();
+    /// assert!(!promise.is_done());
+    /// promise.set_result("ok").unwrap();
+    /// assert!(promise.is_done() && !promise.is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_done(&self) -> bool {
         matches!(*self.inner.state.borrow(), State::Done(_))
     }
 
     /// Whether the promise was cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let promise: evloop::Promise<()> = evloop::Promise::new();
+    /// assert!(!promise.is_cancelled());
+    /// promise.cancel();
+    /// assert!(promise.is_cancelled() && promise.is_done());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(
             *self.inner.state.borrow(),
@@ -183,6 +251,22 @@ impl<T: 'static> Promise<T> {
     /// If the promise is bound to no loop and no loop is running here (there would be nowhere
     /// to schedule the callback). Create it with
     /// [`EventLoop::create_promise`](crate::EventLoop::create_promise) to bind it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let promise = event_loop.create_promise();
+    /// let seen = Rc::new(Cell::new(0));
+    /// let s = seen.clone();
+    /// promise.add_done_callback(move |p| s.set(p.result().unwrap().unwrap()));
+    /// promise.set_result(7).unwrap();
+    /// assert_eq!(seen.get(), 0); // scheduled with call_soon, not run inline
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(seen.get(), 7);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     pub fn add_done_callback(&self, callback: impl FnOnce(&Promise<T>) + 'static) {
         if self.inner.event_loop.borrow().upgrade().is_none() {
@@ -234,6 +318,19 @@ impl<T: 'static> Promise<T> {
 
     /// Moves the value out, leaving the promise done and empty (later awaits and `result`
     /// calls see it as cancelled). `None` while pending.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::{Promise, PromiseError};
+    /// // No `Clone` needed: the value is moved out.
+    /// let promise: Promise<Vec<u8>> = Promise::new();
+    /// assert!(promise.take_result().is_none()); // pending
+    /// promise.set_result(vec![1, 2]).unwrap();
+    /// assert_eq!(promise.take_result().unwrap().unwrap(), [1, 2]);
+    /// assert!(matches!(promise.take_result(), Some(Err(PromiseError::Cancelled))));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn take_result(&self) -> Option<Result<T, PromiseError>> {
         let mut state = self.inner.state.borrow_mut();
         match &*state {
@@ -257,6 +354,17 @@ impl<T: 'static> Promise<T> {
 
 impl<T: Clone + 'static> Promise<T> {
     /// The outcome, if done: a clone of the value, or the error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let promise = evloop::Promise::new();
+    /// assert!(promise.result().is_none());
+    /// promise.set_result(String::from("done")).unwrap();
+    /// assert_eq!(promise.result().unwrap().unwrap(), "done");
+    /// assert_eq!(promise.result().unwrap().unwrap(), "done"); // a clone each time
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn result(&self) -> Option<Result<T, PromiseError>> {
         match &*self.inner.state.borrow() {
             State::Pending => None,
@@ -296,6 +404,18 @@ impl<T> fmt::Debug for Promise<T> {
 
 impl EventLoop {
     /// A pending [`Promise`] bound to this loop (asyncio's `loop.create_future()`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let promise = event_loop.create_promise();
+    /// let p = promise.clone();
+    /// event_loop.call_soon(move |_| p.set_result("from a callback").unwrap());
+    /// let value = event_loop.run_until_complete(promise)?;
+    /// assert_eq!(value.unwrap(), "from a callback");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn create_promise<T: 'static>(&self) -> Promise<T> {
         Promise::bound(Rc::downgrade(&self.inner))
     }

@@ -99,6 +99,18 @@ impl EventLoop {
     ///
     /// # Errors
     /// As `run_until_complete`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let sum = event_loop.block_on(async {
+    ///     let task = evloop::spawn(async { 2 });
+    ///     task.await.unwrap() + 1
+    /// })?;
+    /// assert_eq!(sum, 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn block_on<F: Future>(&self, future: F) -> io::Result<F::Output> {
         self.run_until_complete(future)
     }
@@ -108,6 +120,23 @@ impl EventLoop {
     ///
     /// # Panics
     /// If the loop is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let started = Rc::new(Cell::new(false));
+    /// let s = started.clone();
+    /// let task = event_loop.spawn(async move {
+    ///     s.set(true);
+    ///     "done"
+    /// });
+    /// assert!(!started.get()); // like call_soon: not run synchronously
+    /// assert_eq!(event_loop.run_until_complete(task)?, Ok("done"));
+    /// assert!(started.get());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     #[doc(alias = "create_task")]
     pub fn spawn<F: Future + 'static>(&self, future: F) -> Task<F::Output> {
@@ -190,6 +219,22 @@ pub struct Stopped;
 
 impl Stopped {
     /// Whether `err` is the "stopped before completion" error of `run_until_complete`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::Stopped;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let stopped = event_loop
+    ///     .run_until_complete(async {
+    ///         evloop::current().stop();
+    ///         std::future::pending::<()>().await
+    ///     })
+    ///     .unwrap_err();
+    /// assert!(Stopped::is(&stopped));
+    /// assert!(!Stopped::is(&std::io::Error::other("some other failure")));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is(err: &io::Error) -> bool {
         err.get_ref().is_some_and(|e| e.is::<Stopped>())
     }
