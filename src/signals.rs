@@ -272,6 +272,19 @@ impl EventLoop {
     /// even if its signal is already pending, or if this is called from the handler itself.
     /// When no loop handles `sig` any more, the disposition it had before is restored.
     /// Returns `false` for invalid numbers and on a closed loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::signals::SIGUSR1;
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.add_signal_handler(SIGUSR1, |_| unreachable!("removed before any SIGUSR1"))?;
+    /// assert!(event_loop.remove_signal_handler(SIGUSR1));
+    /// assert!(!event_loop.remove_signal_handler(SIGUSR1)); // already gone
+    /// assert!(!event_loop.remove_signal_handler(-1)); // an invalid number
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn remove_signal_handler(&self, sig: i32) -> bool {
         let Ok(Some(state)) = loop_signals(self, false) else {
             return false;
@@ -334,6 +347,21 @@ impl Signal {
     ///
     /// # Errors
     /// As [`EventLoop::add_signal_handler`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::signals::{Signal, SIGUSR1};
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let mut usr1 = Signal::new(&event_loop, SIGUSR1)?; // listening starts here
+    /// evloop::sys::signal::raise(SIGUSR1)?; // to ourselves, before any task runs
+    /// assert_eq!(event_loop.run_until_complete(usr1.recv())?, Some(()));
+    /// let err = Signal::new(&event_loop, 0).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new(event_loop: &EventLoop, sig: i32) -> io::Result<Signal> {
         const WHAT: &str = "signal";
         evloop_sys::signal::check(sig).map_err(|e| with_context(WHAT, e))?;
@@ -355,6 +383,17 @@ impl Signal {
     }
 
     /// The signal number.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::signals::{Signal, SIGUSR2};
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let usr2 = Signal::new(&event_loop, SIGUSR2)?;
+    /// assert_eq!(usr2.signum(), SIGUSR2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn signum(&self) -> i32 {
         self.state.sig
     }
@@ -362,6 +401,23 @@ impl Signal {
     /// Waits for the next arrival of the signal: `Some(())`, or `None` once the loop is
     /// closed. Arrivals since the last `recv` (or since the stream was created) coalesce
     /// into one. Cancel-safe: dropping the future loses nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::signals::{Signal, SIGUSR2};
+    ///
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let mut usr2 = Signal::new(&event_loop, SIGUSR2)?;
+    /// evloop::sys::signal::raise(SIGUSR2)?;
+    /// evloop::sys::signal::raise(SIGUSR2)?; // coalesces with the first
+    /// assert_eq!(event_loop.run_until_complete(usr2.recv())?, Some(()));
+    /// event_loop.close()?;
+    /// // Its loop is closed: the stream ends (polled here by another loop).
+    /// let other = evloop::EventLoop::new()?;
+    /// assert_eq!(other.run_until_complete(usr2.recv())?, None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn recv(&mut self) -> Recv<'_> {
         Recv { signal: self }
     }

@@ -97,12 +97,48 @@ pub trait StreamSocket: sealed::Io + 'static {
     ///
     /// # Errors
     /// The OS error of `getpeername`, e.g. `NotConnected` after a reset.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{StreamSocket, TcpListener, TcpStream};
+    ///
+    /// /// Works on any stream socket: TCP or Unix.
+    /// fn peer_of<S: StreamSocket>(socket: &S) -> std::io::Result<S::Addr> {
+    ///     socket.peer_addr()
+    /// }
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// assert_eq!(peer_of(&client)?, listener.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     fn peer_addr(&self) -> io::Result<Self::Addr>;
 
     /// Our end's address (asyncio's `get_extra_info("sockname")`).
     ///
     /// # Errors
     /// The OS error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{StreamSocket, UnixStream};
+    ///
+    /// fn our_end<S: StreamSocket>(socket: &S) -> std::io::Result<S::Addr> {
+    ///     socket.local_addr()
+    /// }
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// assert!(our_end(&a)?.is_unnamed()); // a socket pair has no names
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     fn local_addr(&self) -> io::Result<Self::Addr>;
 }
 
@@ -181,13 +217,27 @@ pub fn split<S: StreamSocket>(stream: S) -> (StreamReader<S>, StreamWriter<S>) {
 }
 
 /// Connects to `addr` and returns the two halves of the connection (asyncio's
-/// `open_connection`).
-///
-/// # Examples
-/// See [`start_server`].
+/// `open_connection`). [`start_server`] shows it talking to a server.
 ///
 /// # Errors
 /// As [`TcpStream::connect`]: `ConnectionRefused`, `NetworkUnreachable`, `EMFILE`...
+///
+/// # Examples
+///
+/// ```
+/// use evloop::net::{open_connection, TcpListener};
+/// # let event_loop = evloop::EventLoop::new()?;
+/// # event_loop.run_until_complete(async {
+/// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+/// let (mut reader, writer) = open_connection(listener.local_addr()?).await?;
+/// assert_eq!(writer.peer_addr()?, listener.local_addr()?);
+/// let (server_side, _) = listener.accept().await?;
+/// server_side.write_all(b"welcome\n").await?;
+/// assert_eq!(reader.read_line().await?, b"welcome\n");
+/// # Ok::<(), std::io::Error>(())
+/// # })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub async fn open_connection(
     addr: SocketAddr,
 ) -> io::Result<(StreamReader<TcpStream>, StreamWriter<TcpStream>)> {
@@ -200,6 +250,24 @@ pub async fn open_connection(
 /// # Errors
 /// As [`UnixStream::connect`]: `InvalidInput` for a path too long, `NotFound`,
 /// `ConnectionRefused`...
+///
+/// # Examples
+///
+/// ```
+/// use evloop::net::{open_unix_connection, UnixListener};
+/// # let event_loop = evloop::EventLoop::new()?;
+/// # event_loop.run_until_complete(async {
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("server.sock");
+/// let listener = UnixListener::bind(&path)?;
+/// let (mut reader, _writer) = open_unix_connection(&path).await?;
+/// let (server_side, _) = listener.accept().await?;
+/// server_side.write_all(b"welcome\n").await?;
+/// assert_eq!(reader.read_line().await?, b"welcome\n");
+/// # Ok::<(), std::io::Error>(())
+/// # })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub async fn open_unix_connection(
     path: impl AsRef<Path>,
 ) -> io::Result<(StreamReader<UnixStream>, StreamWriter<UnixStream>)> {

@@ -72,6 +72,21 @@ impl UdpSocket {
     ///
     /// # Errors
     /// `AddrInUse`, `AddrNotAvailable`, `PermissionDenied`; `EMFILE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let socket = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let addr = socket.local_addr()?;
+    /// assert!(addr.ip().is_loopback());
+    /// assert_ne!(addr.port(), 0); // the kernel picked one
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
         let fd = sys::socket(&addr, sys::SockType::Datagram)?;
         sys::bind(fd.as_fd(), &addr)?;
@@ -87,6 +102,31 @@ impl UdpSocket {
     /// # Errors
     /// `NetworkUnreachable`, `AddrNotAvailable`; `InvalidInput` for an address of the other
     /// family.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let any = || "127.0.0.1:0".parse().unwrap();
+    /// let (a, b) = (UdpSocket::bind(any())?, UdpSocket::bind(any())?);
+    /// let stranger = UdpSocket::bind(any())?;
+    /// a.connect(b.local_addr()?)?;
+    /// assert_eq!(a.peer_addr()?, b.local_addr()?);
+    /// a.send(b"to b").await?; // the default peer
+    /// let mut buf = [0u8; 8];
+    /// let (n, from) = b.recv_from(&mut buf).await?;
+    /// assert_eq!((&buf[..n], from), (&b"to b"[..], a.local_addr()?));
+    /// // Only the peer's datagrams reach `a`: the stranger's is not received.
+    /// stranger.send_to(b"ignored", a.local_addr()?).await?;
+    /// b.send_to(b"from b", a.local_addr()?).await?;
+    /// let n = a.recv(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"from b");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
         self.io.connect_datagram(&addr)
     }
@@ -97,6 +137,24 @@ impl UdpSocket {
     /// # Errors
     /// `EMSGSIZE` (an `Other`-kind OS error) for a datagram too large (edge case 57);
     /// `NetworkUnreachable`; on a connected socket, a pending `ConnectionRefused`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// assert_eq!(a.send_to(b"hello", b.local_addr()?).await?, 5); // the whole datagram
+    /// assert_eq!(a.send_to(b"", b.local_addr()?).await?, 0); // an empty datagram
+    /// let mut buf = [0u8; 8];
+    /// assert_eq!(b.recv_from(&mut buf).await?.0, 5);
+    /// assert_eq!(b.recv_from(&mut buf).await?.0, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn send_to(&self, buf: &[u8], addr: SocketAddr) -> io::Result<usize> {
         self.io.send_to(buf, &addr).await
     }
@@ -109,6 +167,25 @@ impl UdpSocket {
     /// # Errors
     /// On a connected socket, `ConnectionRefused` once after an ICMP port-unreachable; the
     /// socket keeps working (edge case 57).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// a.send_to(b"hello world", b.local_addr()?).await?;
+    /// a.send_to(b"", b.local_addr()?).await?;
+    /// let mut buf = [0u8; 5];
+    /// let (n, from) = b.recv_from(&mut buf).await?;
+    /// assert_eq!((&buf[..n], from), (&b"hello"[..], a.local_addr()?)); // the tail is lost
+    /// assert_eq!(b.recv_from(&mut buf).await?, (0, a.local_addr()?)); // empty, not EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.io.recv_from(buf).await
     }
@@ -119,6 +196,25 @@ impl UdpSocket {
     ///
     /// # Errors
     /// As [`recv_from`](UdpSocket::recv_from).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// a.send_to(b"hello world", b.local_addr()?).await?;
+    /// a.send_to(b"hi", b.local_addr()?).await?;
+    /// let mut buf = [0u8; 5];
+    /// assert_eq!(b.recv_from_full(&mut buf).await?, (5, a.local_addr()?, true));
+    /// assert_eq!(&buf, b"hello");
+    /// assert_eq!(b.recv_from_full(&mut buf).await?, (2, a.local_addr()?, false));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv_from_full(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, bool)> {
         self.io.recv_from_full(buf).await
     }
@@ -129,6 +225,24 @@ impl UdpSocket {
     /// `NotConnected` (an OS `EDESTADDRREQ`) when not connected; `ConnectionRefused` when an
     /// ICMP port-unreachable came back for an earlier datagram (once; edge case 57);
     /// `EMSGSIZE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// a.connect(b.local_addr()?)?;
+    /// assert_eq!(a.send(b"ping").await?, 4);
+    /// let mut buf = [0u8; 8];
+    /// let (n, from) = b.recv_from(&mut buf).await?;
+    /// assert_eq!((&buf[..n], from), (&b"ping"[..], a.local_addr()?));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
         self.io.send(buf).await
     }
@@ -139,6 +253,27 @@ impl UdpSocket {
     /// # Errors
     /// `ConnectionRefused` once after an ICMP port-unreachable; the socket keeps working
     /// (edge case 57).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// a.connect(b.local_addr()?)?;
+    /// b.connect(a.local_addr()?)?;
+    /// b.send(b"pong").await?;
+    /// b.send(b"").await?;
+    /// let mut buf = [0u8; 8];
+    /// let n = a.recv(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"pong");
+    /// assert_eq!(a.recv(&mut buf).await?, 0); // an empty datagram, not EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.recv(buf).await
     }
@@ -148,6 +283,26 @@ impl UdpSocket {
     ///
     /// # Errors
     /// As [`recv`](UdpSocket::recv).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// a.connect(b.local_addr()?)?;
+    /// b.connect(a.local_addr()?)?;
+    /// b.send(b"hello world").await?;
+    /// b.send(b"hi").await?;
+    /// let mut buf = [0u8; 5];
+    /// assert_eq!(a.recv_full(&mut buf).await?, (5, true)); // "hello", the rest lost
+    /// assert_eq!(a.recv_full(&mut buf).await?, (2, false));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
         self.io.recv_full(buf).await
     }
@@ -156,6 +311,24 @@ impl UdpSocket {
     ///
     /// # Errors
     /// As [`Async::readable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// a.send_to(b"ready", b.local_addr()?).await?;
+    /// b.readable().await?; // a datagram is queued: the receive below does not wait
+    /// let mut buf = [0u8; 8];
+    /// let (n, _) = b.recv_from(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"ready");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn readable(&self) -> io::Result<()> {
         self.io.readable().await
     }
@@ -164,6 +337,21 @@ impl UdpSocket {
     ///
     /// # Errors
     /// As [`Async::readable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// a.writable().await?; // a fresh socket's send buffer is empty
+    /// assert_eq!(a.send_to(b"go", b.local_addr()?).await?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn writable(&self) -> io::Result<()> {
         self.io.writable().await
     }
@@ -173,6 +361,19 @@ impl UdpSocket {
     ///
     /// # Errors
     /// The OS error of `getsockopt` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let socket = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// assert!(socket.take_error()?.is_none()); // nothing pending on a fresh socket
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.io.take_error()
     }
@@ -181,6 +382,21 @@ impl UdpSocket {
     ///
     /// # Errors
     /// The OS error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let socket = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let addr = socket.local_addr()?;
+    /// assert_eq!(addr.ip(), std::net::Ipv4Addr::LOCALHOST);
+    /// assert_ne!(addr.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.local_addr()
     }
@@ -189,6 +405,22 @@ impl UdpSocket {
     ///
     /// # Errors
     /// `NotConnected` when [`connect`](UdpSocket::connect) was not called.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let b = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// assert!(a.peer_addr().is_err()); // not connected yet
+    /// a.connect(b.local_addr()?)?;
+    /// assert_eq!(a.peer_addr()?, b.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.io.peer_addr()
     }
@@ -197,6 +429,24 @@ impl UdpSocket {
     ///
     /// # Errors
     /// As [`Async::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let std_socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
+    /// let addr = std_socket.local_addr()?;
+    /// let socket = UdpSocket::from_std(std_socket)?;
+    /// assert_eq!(socket.local_addr()?, addr);
+    /// socket.send_to(b"self", addr).await?;
+    /// let mut buf = [0u8; 8];
+    /// assert_eq!(socket.recv_from(&mut buf).await?, (4, addr));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
         Ok(UdpSocket {
             io: Socket::from_std(socket)?,
@@ -204,6 +454,24 @@ impl UdpSocket {
     }
 
     /// Deregisters and gives the socket back as a std socket, still non-blocking.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UdpSocket;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let socket = UdpSocket::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let addr = socket.local_addr()?;
+    /// let std_socket = socket.into_std();
+    /// assert_eq!(std_socket.local_addr()?, addr);
+    /// // Still non-blocking: a receive with nothing queued does not wait.
+    /// let err = std_socket.recv_from(&mut [0u8; 8]).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_std(self) -> std::net::UdpSocket {
         std::net::UdpSocket::from(self.io.into_fd())
     }

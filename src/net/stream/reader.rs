@@ -83,6 +83,23 @@ pub struct StreamReader<S: StreamSocket = TcpStream> {
 impl<S: StreamSocket> StreamReader<S> {
     /// A reader on a shared socket, with the default [`limit`](Self::limit). See
     /// [`split`](super::split).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::net::{StreamReader, UnixStream, DEFAULT_LIMIT};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let mut reader = StreamReader::new(Rc::new(b));
+    /// assert_eq!(reader.limit(), DEFAULT_LIMIT);
+    /// a.write_all(b"hello\n").await?;
+    /// assert_eq!(reader.read_line().await?, b"hello\n");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new(io: Rc<S>) -> StreamReader<S> {
         StreamReader {
             io,
@@ -96,6 +113,22 @@ impl<S: StreamSocket> StreamReader<S> {
 
     /// The longest line (delimiter included) [`read_line`](Self::read_line) and
     /// [`read_until`](Self::read_until) accept.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (_, b) = UnixStream::pair()?;
+    /// let (mut reader, _) = split(b);
+    /// assert_eq!(reader.limit(), 64 * 1024); // DEFAULT_LIMIT
+    /// reader.set_limit(80);
+    /// assert_eq!(reader.limit(), 80);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn limit(&self) -> usize {
         self.limit
     }
@@ -104,6 +137,27 @@ impl<S: StreamSocket> StreamReader<S> {
     ///
     /// # Panics
     /// If `limit` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// reader.set_limit(4);
+    /// writer.write(b"toolong\nok\n")?;
+    /// let err = reader.read_line().await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidData);
+    /// assert_eq!(reader.read_exact(8).await?, b"toolong\n"); // nothing was consumed
+    /// assert_eq!(reader.read_line().await?, b"ok\n");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_limit(&mut self, limit: usize) {
         assert!(
             limit > 0,
@@ -113,6 +167,25 @@ impl<S: StreamSocket> StreamReader<S> {
     }
 
     /// How many bytes are buffered: read from the socket, not yet returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// assert_eq!(reader.buffered(), 0);
+    /// writer.write(b"one\ntwo\n")?;
+    /// writer.flush().await?; // both lines are in the socket
+    /// assert_eq!(reader.read_line().await?, b"one\n");
+    /// assert_eq!(reader.buffered(), 4); // "two\n" came with the first line
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn buffered(&self) -> usize {
         self.end - self.start
     }
@@ -121,12 +194,48 @@ impl<S: StreamSocket> StreamReader<S> {
     /// byte has been returned (asyncio's `at_eof`). Makes no syscall: it tells what the
     /// reader has seen, so a fresh reader whose peer already closed says `false` until a
     /// read finds out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(b"last")?;
+    /// writer.close(); // EOF after the bytes
+    /// assert!(!reader.at_eof()); // not seen yet
+    /// assert_eq!(reader.read_line().await?, b"last"); // a last line without b'\n'
+    /// assert!(reader.at_eof());
+    /// assert_eq!(reader.read_line().await?, b"");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn at_eof(&self) -> bool {
         self.eof && self.start == self.end
     }
 
     /// The shared socket (for its addresses or options). Reading from it directly takes
     /// bytes the reader has not buffered yet, out of order with the buffered ones.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, TcpListener};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let (reader, _writer) = open_connection(listener.local_addr()?).await?;
+    /// let socket = reader.get_ref(); // the TcpStream both halves share
+    /// socket.set_nodelay(true)?;
+    /// assert!(socket.nodelay()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get_ref(&self) -> &S {
         &self.io
     }
@@ -135,6 +244,20 @@ impl<S: StreamSocket> StreamReader<S> {
     ///
     /// # Errors
     /// As [`StreamSocket::peer_addr`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, TcpListener};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let (reader, _writer) = open_connection(listener.local_addr()?).await?;
+    /// assert_eq!(reader.peer_addr()?, listener.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn peer_addr(&self) -> io::Result<S::Addr> {
         self.io.peer_addr()
     }
@@ -145,6 +268,26 @@ impl<S: StreamSocket> StreamReader<S> {
     ///
     /// # Errors
     /// The socket's error (`ConnectionReset`...); nothing buffered is lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(b"abcdef")?;
+    /// writer.shutdown().await?; // the bytes, then EOF, are sent
+    /// assert_eq!(reader.read(0).await?, b""); // at once, no syscall
+    /// assert_eq!(reader.read(4).await?, b"abcd"); // at most 4
+    /// assert_eq!(reader.read(4).await?, b"ef"); // what is buffered
+    /// assert_eq!(reader.read(4).await?, b""); // end of stream
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read(&mut self, n: usize) -> io::Result<Vec<u8>> {
         if n == 0 {
             return Ok(Vec::new());
@@ -162,6 +305,25 @@ impl<S: StreamSocket> StreamReader<S> {
     /// # Errors
     /// `InvalidData` for a line longer than [`limit`](Self::limit) (nothing is consumed; see
     /// the type's contract); the socket's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(b"first\nsecond")?;
+    /// writer.close();
+    /// assert_eq!(reader.read_line().await?, b"first\n");
+    /// assert_eq!(reader.read_line().await?, b"second"); // the last line, without b'\n'
+    /// assert_eq!(reader.read_line().await?, b""); // then empty vectors
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_line(&mut self) -> io::Result<Vec<u8>> {
         match self.find(b'\n').await? {
             Some(len) => Ok(self.take(len)),
@@ -176,6 +338,27 @@ impl<S: StreamSocket> StreamReader<S> {
     ///   (read them with [`read_to_end`](Self::read_to_end));
     /// - `InvalidData` for a line longer than [`limit`](Self::limit) (nothing consumed);
     /// - the socket's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(b"key=value;rest")?;
+    /// writer.close();
+    /// assert_eq!(reader.read_until(b';').await?, b"key=value;");
+    /// let err = reader.read_until(b';').await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    /// assert_eq!(reader.read_to_end().await?, b"rest"); // still buffered
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_until(&mut self, delim: u8) -> io::Result<Vec<u8>> {
         match self.find(delim).await? {
             Some(len) => Ok(self.take(len)),
@@ -196,6 +379,28 @@ impl<S: StreamSocket> StreamReader<S> {
     /// # Errors
     /// `UnexpectedEof` if the stream ends first: the bytes that did arrive stay buffered;
     /// the socket's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(b"0123")?;
+    /// writer.write(b"456789")?;
+    /// writer.close();
+    /// assert_eq!(reader.read_exact(5).await?, b"01234");
+    /// let err = reader.read_exact(10).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    /// assert_eq!(reader.read_to_end().await?, b"56789"); // still buffered
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_exact(&mut self, n: usize) -> io::Result<Vec<u8>> {
         while self.buffered() < n {
             if self.eof {
@@ -217,6 +422,26 @@ impl<S: StreamSocket> StreamReader<S> {
     ///
     /// # Errors
     /// The socket's error; what was read so far stays buffered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// for _ in 0..100 {
+    ///     writer.write(&[7; 1000])?;
+    /// }
+    /// writer.close();
+    /// assert_eq!(reader.read_to_end().await?, vec![7; 100_000]);
+    /// assert!(reader.at_eof());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_to_end(&mut self) -> io::Result<Vec<u8>> {
         while !self.eof {
             self.fill().await?;

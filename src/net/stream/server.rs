@@ -133,14 +133,30 @@ pub struct Server {
 }
 
 /// Binds `addr` and serves it: every connection is [`split`] and handed to `handler`, whose
-/// future is spawned as a task (asyncio's `start_server`). See [`Server`] for the contract.
-///
-/// # Examples
-/// See [`Server`].
+/// future is spawned as a task (asyncio's `start_server`). See [`Server`] for the contract,
+/// and a longer example.
 ///
 /// # Errors
 /// The error of [`TcpListener::bind`] (`AddrInUse`, `PermissionDenied`...); `Other` outside
 /// a running loop.
+///
+/// # Examples
+///
+/// ```
+/// use evloop::net::{open_connection, start_server};
+/// # let event_loop = evloop::EventLoop::new()?;
+/// # event_loop.run_until_complete(async {
+/// // Greets each client, then closes the connection.
+/// let server = start_server("127.0.0.1:0".parse().unwrap(), |_reader, writer| async move {
+///     writer.write(b"hello\n")?;
+///     writer.shutdown().await // the bytes, then EOF
+/// })?;
+/// let (mut reader, _writer) = open_connection(server.local_addr()).await?;
+/// assert_eq!(reader.read_to_end().await?, b"hello\n");
+/// # Ok::<(), std::io::Error>(())
+/// # })??;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[track_caller]
 pub fn start_server<H, F>(addr: SocketAddr, handler: H) -> io::Result<Server>
 where
@@ -157,6 +173,25 @@ impl Server {
     ///
     /// # Errors
     /// `Other` outside a running loop; the error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, Server, TcpListener};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let addr = listener.local_addr()?;
+    /// let server = Server::from_listener(listener, |_reader, writer| async move {
+    ///     writer.write_all(b"hi").await
+    /// })?;
+    /// assert_eq!(server.local_addr(), addr);
+    /// let (mut reader, _writer) = open_connection(addr).await?;
+    /// assert_eq!(reader.read_exact(2).await?, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     pub fn from_listener<H, F>(listener: TcpListener, handler: H) -> io::Result<Server>
     where
@@ -195,21 +230,95 @@ impl Server {
     }
 
     /// The address the server listens on (with the port the kernel chose for port 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::start_server;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let server = start_server("127.0.0.1:0".parse().unwrap(), |_, _| async { Ok(()) })?;
+    /// assert!(server.local_addr().ip().is_loopback());
+    /// assert_ne!(server.local_addr().port(), 0); // the port the kernel chose
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
     /// Whether the server still accepts connections (asyncio's `is_serving`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::start_server;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let server = start_server("127.0.0.1:0".parse().unwrap(), |_, _| async { Ok(()) })?;
+    /// assert!(server.is_serving());
+    /// server.close();
+    /// assert!(!server.is_serving());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_serving(&self) -> bool {
         !self.tracker.closed.get()
     }
 
     /// How many handlers are running.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, start_server};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// // Greets the client, then runs until the client's EOF.
+    /// let server = start_server("127.0.0.1:0".parse().unwrap(), |mut reader, writer| async move {
+    ///     writer.write_all(b"hi\n").await?;
+    ///     reader.read_to_end().await?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(server.active_handlers(), 0);
+    /// let (mut reader, writer) = open_connection(server.local_addr()).await?;
+    /// assert_eq!(reader.read_line().await?, b"hi\n");
+    /// assert_eq!(server.active_handlers(), 1); // waiting for our EOF
+    /// writer.close();
+    /// server.close();
+    /// server.wait_closed().await; // the handler has finished
+    /// assert_eq!(server.active_handlers(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn active_handlers(&self) -> usize {
         self.tracker.active.get()
     }
 
     /// How many connections were accepted so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, start_server};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let server = start_server("127.0.0.1:0".parse().unwrap(), |_reader, writer| async move {
+    ///     writer.write_all(b"hi\n").await
+    /// })?;
+    /// assert_eq!(server.accepted(), 0);
+    /// for _ in 0..2 {
+    ///     let (mut reader, _writer) = open_connection(server.local_addr()).await?;
+    ///     assert_eq!(reader.read_line().await?, b"hi\n"); // so it was accepted
+    /// }
+    /// assert_eq!(server.accepted(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn accepted(&self) -> u64 {
         self.tracker.accepted.get()
     }
@@ -217,6 +326,25 @@ impl Server {
     /// Stops accepting: the listening socket is closed at once (new connects are refused,
     /// connections waiting in the backlog are reset). Running handlers continue; await
     /// [`wait_closed`](Server::wait_closed) for them. Idempotent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::{open_connection, start_server};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let server = start_server("127.0.0.1:0".parse().unwrap(), |_, _| async { Ok(()) })?;
+    /// server.close();
+    /// server.close(); // idempotent
+    /// assert!(!server.is_serving());
+    /// let err = open_connection(server.local_addr()).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::ConnectionRefused); // the listening socket is closed
+    /// server.wait_closed().await; // no handler was running
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn close(&self) {
         self.tracker.closed.set(true);
         if let Some(task) = self.accept_task.borrow_mut().take() {
@@ -229,6 +357,36 @@ impl Server {
 
     /// Waits until the server is closed and every handler has finished (asyncio 3.12's
     /// `wait_closed`). Without [`close`](Server::close) it waits for one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc};
+    /// use evloop::net::{open_connection, start_server};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let finished = Rc::new(Cell::new(false));
+    /// let f = finished.clone();
+    /// // Greets the client, then runs until the client's EOF.
+    /// let server = start_server("127.0.0.1:0".parse().unwrap(), move |mut reader, writer| {
+    ///     let f = f.clone();
+    ///     async move {
+    ///         writer.write_all(b"hi\n").await?;
+    ///         reader.read_to_end().await?;
+    ///         f.set(true);
+    ///         Ok(())
+    ///     }
+    /// })?;
+    /// let (mut reader, writer) = open_connection(server.local_addr()).await?;
+    /// assert_eq!(reader.read_line().await?, b"hi\n"); // the handler runs
+    /// server.close(); // stops accepting; the handler continues
+    /// writer.close(); // our EOF lets the handler finish
+    /// server.wait_closed().await;
+    /// assert!(finished.get());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn wait_closed(&self) {
         self.tracker.done.wait().await;
     }

@@ -129,6 +129,25 @@ pub struct StreamWriter<S: StreamSocket = TcpStream> {
 impl<S: StreamSocket> StreamWriter<S> {
     /// A writer on a shared socket, with the default water marks. See
     /// [`split`](super::split).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    /// use evloop::net::{split, StreamWriter, UnixStream, DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let writer = StreamWriter::new(Rc::new(a));
+    /// assert_eq!(writer.write_buffer_limits(), (DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER));
+    /// writer.write(b"hello")?;
+    /// writer.close();
+    /// let (mut reader, _) = split(b);
+    /// assert_eq!(reader.read_to_end().await?, b"hello");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new(io: Rc<S>) -> StreamWriter<S> {
         StreamWriter {
             io,
@@ -155,6 +174,27 @@ impl<S: StreamSocket> StreamWriter<S> {
     /// - `BrokenPipe` after [`close`](Self::close) (nothing is buffered);
     /// - an earlier send error, again (the connection is broken);
     /// - `Other` outside a running loop (the flusher cannot be spawned).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(b"queued")?; // returns at once
+    /// assert_eq!(writer.write_buffer_size(), 6); // the loop sends it in the background
+    /// writer.close();
+    /// let err = writer.write(b"late").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::BrokenPipe);
+    /// assert_eq!(reader.read_to_end().await?, b"queued");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn write(&self, buf: &[u8]) -> io::Result<()> {
         let mut st = self.state.borrow_mut();
         if let Some(e) = st.error() {
@@ -194,6 +234,24 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Errors
     /// As [`write`](Self::write) and [`drain`](Self::drain).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write_all(b"first\n").await?;
+    /// writer.write_all(b"second\n").await?;
+    /// assert_eq!(reader.read_line().await?, b"first\n");
+    /// assert_eq!(reader.read_line().await?, b"second\n"); // in order
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         self.write(buf)?;
         self.drain().await
@@ -205,6 +263,27 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Errors
     /// The send error that broke the connection (`BrokenPipe`, `ConnectionReset`...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.set_write_buffer_limits(8, 0);
+    /// writer.write(&[b'x'; 100])?;
+    /// assert!(writer.is_paused()); // above the high water mark
+    /// writer.drain().await?; // until the loop has sent it down to the low mark
+    /// assert!(!writer.is_paused());
+    /// assert_eq!(writer.write_buffer_size(), 0);
+    /// assert_eq!(reader.read_exact(100).await?, vec![b'x'; 100]);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn drain(&self) -> io::Result<()> {
         poll_fn(|cx| {
             let mut st = self.state.borrow_mut();
@@ -225,6 +304,23 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Errors
     /// As [`drain`](Self::drain).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// writer.write(b"abc")?;
+    /// assert_eq!(writer.write_buffer_size(), 3);
+    /// writer.flush().await?; // handed to the kernel (not read by the peer yet)
+    /// assert_eq!(writer.write_buffer_size(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn flush(&self) -> io::Result<()> {
         poll_fn(|cx| {
             let mut st = self.state.borrow_mut();
@@ -244,6 +340,29 @@ impl<S: StreamSocket> StreamWriter<S> {
     /// (`shutdown(Write)`, asyncio's `write_eof`). The peer reads to the end and then sees
     /// EOF; reading from this connection still works. Returns at once; await
     /// [`wait_closed`](Self::wait_closed) to know it is done. Idempotent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (mut a_reader, a_writer) = split(a);
+    /// let (mut b_reader, b_writer) = split(b);
+    /// a_writer.write(b"bye")?;
+    /// a_writer.close();
+    /// a_writer.close(); // idempotent
+    /// assert!(a_writer.is_closing());
+    /// assert_eq!(b_reader.read_to_end().await?, b"bye"); // the bytes, then EOF
+    /// // A half-close: the other direction still works.
+    /// b_writer.write_all(b"still here").await?;
+    /// b_writer.close();
+    /// assert_eq!(a_reader.read_to_end().await?, b"still here");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[doc(alias = "write_eof")]
     pub fn close(&self) {
         close(&self.io, &self.state);
@@ -253,12 +372,47 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Errors
     /// As [`wait_closed`](Self::wait_closed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(b"done")?;
+    /// writer.shutdown().await?; // the bytes and the EOF are sent
+    /// assert!(writer.is_closing());
+    /// assert_eq!(writer.write_buffer_size(), 0);
+    /// assert_eq!(reader.read_to_end().await?, b"done");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn shutdown(&self) -> io::Result<()> {
         self.close();
         self.wait_closed().await
     }
 
     /// Whether [`close`](Self::close) was called (asyncio's `is_closing`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// assert!(!writer.is_closing());
+    /// writer.close();
+    /// assert!(writer.is_closing());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_closing(&self) -> bool {
         self.state.borrow().closing
     }
@@ -269,6 +423,25 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Errors
     /// The error that stopped the writer, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// let (mut reader, _) = split(b);
+    /// writer.write(&[1; 1000])?;
+    /// writer.close();
+    /// writer.wait_closed().await?; // the 1000 bytes, then the EOF, are sent
+    /// assert_eq!(writer.write_buffer_size(), 0);
+    /// assert_eq!(reader.read_to_end().await?.len(), 1000);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn wait_closed(&self) -> io::Result<()> {
         poll_fn(|cx| {
             let mut st = self.state.borrow_mut();
@@ -282,16 +455,70 @@ impl<S: StreamSocket> StreamWriter<S> {
     }
 
     /// How many bytes are buffered and not yet sent (asyncio's `get_write_buffer_size`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// assert_eq!(writer.write_buffer_size(), 0);
+    /// writer.write(b"12345")?;
+    /// assert_eq!(writer.write_buffer_size(), 5); // not sent yet
+    /// writer.flush().await?;
+    /// assert_eq!(writer.write_buffer_size(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn write_buffer_size(&self) -> usize {
         self.state.borrow().size()
     }
 
     /// Whether the writer is paused: [`drain`](Self::drain) would wait.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// writer.set_write_buffer_limits(4, 2);
+    /// writer.write(b"ab")?;
+    /// assert!(!writer.is_paused()); // 2 bytes: not above 4
+    /// writer.write(b"cdef")?;
+    /// assert!(writer.is_paused()); // 6 bytes: drain() would wait
+    /// writer.drain().await?;
+    /// assert!(!writer.is_paused());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_paused(&self) -> bool {
         self.state.borrow().paused
     }
 
     /// The `(high, low)` water marks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// assert_eq!(writer.write_buffer_limits(), (64 * 1024, 16 * 1024)); // the defaults
+    /// writer.set_write_buffer_limits(1024, 256);
+    /// assert_eq!(writer.write_buffer_limits(), (1024, 256));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn write_buffer_limits(&self) -> (usize, usize) {
         let st = self.state.borrow();
         (st.high, st.low)
@@ -302,6 +529,24 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Panics
     /// If `low > high`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{split, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let (_, writer) = split(a);
+    /// writer.set_write_buffer_limits(0, 0); // pause at any byte, resume when all is sent
+    /// writer.write(b"x")?;
+    /// assert!(writer.is_paused());
+    /// writer.drain().await?;
+    /// assert_eq!(writer.write_buffer_size(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_write_buffer_limits(&self, high: usize, low: usize) {
         assert!(
             low <= high,
@@ -314,6 +559,22 @@ impl<S: StreamSocket> StreamWriter<S> {
 
     /// The shared socket (for its addresses or options). Writing to it directly bypasses
     /// the buffer, so those bytes may overtake buffered ones: write through the writer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, TcpListener};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let (_reader, writer) = open_connection(listener.local_addr()?).await?;
+    /// let socket = writer.get_ref(); // the TcpStream both halves share
+    /// socket.set_nodelay(true)?;
+    /// assert!(socket.nodelay()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get_ref(&self) -> &S {
         &self.io
     }
@@ -322,6 +583,20 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Errors
     /// As [`StreamSocket::peer_addr`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, TcpListener};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let (_reader, writer) = open_connection(listener.local_addr()?).await?;
+    /// assert_eq!(writer.peer_addr()?, listener.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn peer_addr(&self) -> io::Result<S::Addr> {
         self.io.peer_addr()
     }
@@ -330,6 +605,21 @@ impl<S: StreamSocket> StreamWriter<S> {
     ///
     /// # Errors
     /// As [`StreamSocket::local_addr`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{open_connection, TcpListener};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let (_reader, writer) = open_connection(listener.local_addr()?).await?;
+    /// let (_, client_addr) = listener.accept().await?;
+    /// assert_eq!(writer.local_addr()?, client_addr);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<S::Addr> {
         self.io.local_addr()
     }
