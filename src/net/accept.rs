@@ -141,3 +141,120 @@ impl<F: Family> AsRawFd for Listener<F> {
         self.socket.as_raw_fd()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The accept policy against a fake family whose `accept` fails with `ECONNABORTED` a set
+    //! number of times before it calls the real one (edge case 55): a connection aborted
+    //! while it waited in the backlog must not reach the caller as an error.
+
+    use std::cell::Cell;
+    use std::net::SocketAddr;
+
+    use super::*;
+    use crate::net::socket::Inet;
+    use crate::EventLoop;
+
+    /// `ECONNABORTED` (this crate does not link `libc` itself): Linux's number, and the one
+    /// of the BSDs and macOS. Checked by the tests against `ErrorKind::ConnectionAborted`.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const ECONNABORTED: i32 = 103;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const ECONNABORTED: i32 = 53;
+
+    thread_local! {
+        /// How many more `accept` calls fail with `ECONNABORTED`.
+        static ABORTS_LEFT: Cell<u32> = const { Cell::new(0) };
+        /// How many `accept` calls were made.
+        static CALLS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// `Inet`, but `accept` fails with `ECONNABORTED` while `ABORTS_LEFT` is not 0.
+    enum Aborting {}
+
+    impl Family for Aborting {
+        type Addr = SocketAddr;
+        fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+            Inet::local_addr(fd)
+        }
+        fn peer_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
+            Inet::peer_addr(fd)
+        }
+        fn accept(fd: BorrowedFd<'_>) -> io::Result<(OwnedFd, SocketAddr)> {
+            CALLS.with(|c| c.set(c.get() + 1));
+            let left = ABORTS_LEFT.with(Cell::get);
+            if left > 0 {
+                ABORTS_LEFT.with(|c| c.set(left - 1));
+                return Err(io::Error::from_raw_os_error(ECONNABORTED));
+            }
+            Inet::accept(fd)
+        }
+        fn connect(fd: BorrowedFd<'_>, addr: &SocketAddr) -> io::Result<bool> {
+            Inet::connect(fd, addr)
+        }
+        fn send_to(fd: BorrowedFd<'_>, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+            Inet::send_to(fd, buf, addr)
+        }
+        fn recv_from(
+            fd: BorrowedFd<'_>,
+            buf: &mut [u8],
+        ) -> io::Result<(sys::Received, SocketAddr)> {
+            Inet::recv_from(fd, buf)
+        }
+    }
+
+    /// Runs one `AcceptPolicy::accept` on a listener with one connection pending, after
+    /// `aborts` failed calls; returns its result (the peer address) and the number of calls.
+    fn accept_after(aborts: u32) -> (io::Result<SocketAddr>, u32) {
+        let lp = EventLoop::new().unwrap();
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(std_listener.local_addr().unwrap()).unwrap();
+        let socket = Socket::<Aborting>::new(OwnedFd::from(std_listener)).unwrap();
+        ABORTS_LEFT.with(|c| c.set(aborts));
+        CALLS.with(|c| c.set(0));
+        let policy = AcceptPolicy::default();
+        let result = lp
+            .run_until_complete(async { policy.accept(&socket).await.map(|(_, peer)| peer) })
+            .unwrap();
+        if let Ok(peer) = &result {
+            assert_eq!(
+                *peer,
+                client.local_addr().unwrap(),
+                "the pending connection"
+            );
+        }
+        assert!(
+            !policy.is_paused(),
+            "ECONNABORTED is not running out of fds"
+        );
+        (result, CALLS.with(Cell::get))
+    }
+
+    #[test]
+    fn econnaborted_is_retried_and_the_next_connection_is_returned() {
+        let kind = io::Error::from_raw_os_error(ECONNABORTED).kind();
+        assert_eq!(
+            kind,
+            io::ErrorKind::ConnectionAborted,
+            "the errno number is right"
+        );
+        for aborts in [1, 5, MAX_ACCEPT_RETRIES] {
+            let (result, calls) = accept_after(aborts);
+            let peer = result.unwrap_or_else(|e| panic!("{aborts} aborts: {e}"));
+            assert!(peer.ip().is_loopback());
+            assert_eq!(
+                calls,
+                aborts + 1,
+                "each abort retried once, then the accept"
+            );
+        }
+    }
+
+    #[test]
+    fn econnaborted_forever_is_returned_after_the_bounded_retries() {
+        let (result, calls) = accept_after(u32::MAX);
+        let err = result.expect_err("an fd that only aborts cannot spin the loop");
+        assert_eq!(err.raw_os_error(), Some(ECONNABORTED), "{err}");
+        assert_eq!(calls, MAX_ACCEPT_RETRIES + 1);
+    }
+}

@@ -108,6 +108,13 @@ impl Registry {
         self.selector.backend_fd()
     }
 
+    /// The errno the selector itself reported with `fd`'s last error event, taken (see
+    /// `Selector::take_reported_error`): kqueue's `fflags`, which under libkqueue is the only
+    /// copy of a socket error (`docs/08-kqueue.md`); always `None` on the other backends.
+    pub(crate) fn take_reported_error(&mut self, fd: RawFd) -> Option<i32> {
+        self.selector.take_reported_error(fd)
+    }
+
     /// How many fds have a reader or a writer.
     pub(crate) fn len(&self) -> usize {
         self.slots

@@ -29,6 +29,13 @@
 //!   is remembered (`haunted`), and taking over a registration on it always stamps a fresh
 //!   generation with `EPOLL_CTL_MOD`: every ghost then carries an older one and is stale.
 //! - A regular file or directory gives `EPERM` (16); the error message says why.
+//! - A rebuild copies every live registration with `EPOLL_CTL_ADD`. `EBADF` there is a fd
+//!   closed behind our back (nothing to watch, as the kernel would have forgotten it), but any
+//!   other failure (`ENOSPC`: `/proc/sys/fs/epoll/max_user_watches` reached; `ENOMEM`) would
+//!   leave a registered fd silently unwatched. Such an fd is kept in our record and in
+//!   `unwatched`, the `select` that rebuilt fails with an error naming the fd and the limit,
+//!   and every later `select` first tries to watch it again (`watch_again`) and fails the
+//!   same way until that works or the fd is unregistered. The other fds are watched as before.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -54,6 +61,16 @@ pub struct EpollSelector {
     haunted: FdMap<()>,
     next_generation: u32,
     rebuilds: u64,
+    /// Registered fds the current instance does not watch: a rebuild could not copy them
+    /// (`ENOSPC`, `ENOMEM`...). Retried by every `select`; see the module docs.
+    unwatched: FdMap<()>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Test seam: makes the `EPOLL_CTL_ADD` of a rebuild (and of its retries) fail with an
+    /// errno for one fd, since `ENOSPC` cannot be produced without changing a sysctl as root.
+    static FAIL_COPY: std::cell::Cell<Option<(RawFd, i32)>> = const { std::cell::Cell::new(None) };
 }
 
 impl EpollSelector {
@@ -69,6 +86,7 @@ impl EpollSelector {
             haunted: FdMap::default(),
             next_generation: 1,
             rebuilds: 0,
+            unwatched: FdMap::default(),
         })
     }
 
@@ -95,25 +113,70 @@ impl EpollSelector {
     }
 
     /// Replaces the epoll instance with a fresh one holding only our live registrations.
+    ///
+    /// # Errors
+    /// `epoll_create1`'s error (the old instance is kept then); or, after the new instance
+    /// is in place, the first registration it could not copy ([`lost`]): every other one was
+    /// copied, and the failed ones are retried by the next `select`.
     fn rebuild(&mut self) -> io::Result<()> {
-        self.epfd = new_epoll()?;
+        let epfd =
+            new_epoll().map_err(|e| error(Backend::Epoll, Op::Select, self.epfd.as_raw_fd(), e))?;
+        self.epfd = epfd;
         self.rebuilds += 1;
         self.haunted = FdMap::default();
-        let live: Vec<(RawFd, Interest, u32)> = self
-            .registered
-            .iter()
-            .map(|(fd, &(i, g))| (fd, i, g))
-            .collect();
-        for (fd, interest, generation) in live {
-            if self
-                .ctl(libc::EPOLL_CTL_ADD, fd, interest, generation)
-                .is_err()
-            {
-                // The fd was closed behind our back: the kernel would have forgotten it too.
-                // Keep our record so that unregister still succeeds.
+        self.unwatched = FdMap::default();
+        let live: Vec<RawFd> = self.registered.iter().map(|(fd, _)| fd).collect();
+        for fd in live {
+            self.unwatched.insert(fd, ());
+        }
+        self.watch_again()
+    }
+
+    /// Adds every fd of `unwatched` to the current instance (`copy`), forgetting those that
+    /// are added or turn out to be closed.
+    ///
+    /// # Errors
+    /// The first fd that could not be added, as [`lost`] describes it; the others are still
+    /// tried, and every fd that failed stays in `unwatched`.
+    fn watch_again(&mut self) -> io::Result<()> {
+        let pending: Vec<RawFd> = self.unwatched.iter().map(|(fd, _)| fd).collect();
+        let mut first: Option<(RawFd, io::Error)> = None;
+        let mut failed = 0;
+        for fd in pending {
+            let Some(&(interest, generation)) = self.registered.get(fd) else {
+                self.unwatched.remove(fd);
+                continue;
+            };
+            match self.copy(fd, interest, generation) {
+                Ok(()) => {
+                    self.unwatched.remove(fd);
+                }
+                // Closed behind our back (EBADF): the kernel would have forgotten it too, and
+                // our record stays so that unregister still succeeds. EEXIST: watched already.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::EEXIST)) => {
+                    self.unwatched.remove(fd);
+                }
+                Err(e) => {
+                    failed += 1;
+                    first.get_or_insert((fd, e));
+                }
             }
         }
-        Ok(())
+        match first {
+            None => Ok(()),
+            Some((fd, e)) => Err(lost(fd, e, failed - 1)),
+        }
+    }
+
+    /// The `EPOLL_CTL_ADD` of `watch_again`, through the test seam.
+    fn copy(&self, fd: RawFd, interest: Interest, generation: u32) -> io::Result<()> {
+        #[cfg(test)]
+        if let Some((bad, errno)) = FAIL_COPY.with(std::cell::Cell::get) {
+            if bad == fd {
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+        }
+        self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation)
     }
 }
 
@@ -156,6 +219,35 @@ pub(crate) fn epoll_wait(
     // SAFETY: `buf` holds `max` (>= 1) initialised epoll_events the kernel may overwrite, and
     // it writes at most `max` of them.
     cvt_wait(unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), max, timeout_ms) })
+}
+
+/// The error of a registration that a rebuild (or a retry of one) could not add to the epoll
+/// instance: it names the fd, the errno and, for the errors that mean a limit, the limit.
+fn lost(fd: RawFd, err: io::Error, others: usize) -> io::Error {
+    let why = match err.raw_os_error() {
+        Some(libc::ENOSPC) => {
+            "the per-user limit on epoll registrations is reached \
+             (/proc/sys/fs/epoll/max_user_watches)"
+        }
+        Some(libc::ENOMEM) => {
+            "the kernel has no memory for another epoll registration (the per-user limit is \
+             /proc/sys/fs/epoll/max_user_watches)"
+        }
+        _ => "the kernel refused to watch it",
+    };
+    let others = match others {
+        0 => String::new(),
+        1 => " (and 1 other fd)".to_string(),
+        n => format!(" (and {n} other fds)"),
+    };
+    io::Error::new(
+        err.kind(),
+        format!(
+            "epoll: select: fd {fd}{others} could not be added back to the rebuilt epoll \
+             instance: {err}: {why}; it stays registered but is not watched, and every select \
+             tries again (and fails like this) until it succeeds or the fd is unregistered"
+        ),
+    )
 }
 
 fn flags(interest: Interest) -> u32 {
@@ -216,6 +308,7 @@ impl Selector for EpollSelector {
             Err(e) => return Err(error(Backend::Epoll, Op::Modify, fd, e)),
         }
         self.registered.insert(fd, (interest, generation));
+        self.unwatched.remove(fd); // watched again by the MOD or ADD above
         Ok(())
     }
 
@@ -228,6 +321,7 @@ impl Selector for EpollSelector {
             self.registered.contains(fd),
         )?;
         self.registered.remove(fd);
+        self.unwatched.remove(fd);
         match epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0) {
             Ok(_) => Ok(()),
             // Closed (EBADF), closed and reused by an unregistered file (ENOENT), or reused by
@@ -258,6 +352,8 @@ impl Selector for EpollSelector {
         )?;
         let (old_interest, old_generation) = known.unwrap_or_default();
         let generation = self.generation();
+        // Every way out below leaves the fd either watched or no longer registered.
+        self.unwatched.remove(fd);
         match self.ctl(libc::EPOLL_CTL_ADD, fd, interest, generation) {
             Ok(()) => {
                 // The number names a file not registered under it. The old file's
@@ -300,6 +396,9 @@ impl Selector for EpollSelector {
             self.raw
                 .resize(cap, libc::epoll_event { events: 0, u64: 0 });
         }
+        if !self.unwatched.is_empty() {
+            self.watch_again()?;
+        }
         let n = epoll_wait(self.epfd.as_raw_fd(), &mut self.raw, to_millis(timeout))
             .map_err(|e| error(Backend::Epoll, Op::Select, self.epfd.as_raw_fd(), e))?;
         let mut stale = false;
@@ -326,8 +425,9 @@ impl Selector for EpollSelector {
             ));
         }
         if stale {
-            self.rebuild()
-                .map_err(|e| error(Backend::Epoll, Op::Select, self.epfd.as_raw_fd(), e))?;
+            // On failure the events above stay in `events`, but the caller sees the error;
+            // being level-triggered, they come again.
+            self.rebuild()?;
         }
         Ok(())
     }
@@ -342,5 +442,98 @@ impl Selector for EpollSelector {
 
     fn backend_fd(&self) -> Option<RawFd> {
         Some(self.epfd.as_raw_fd())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// Makes the next rebuild happen: a registration whose number is closed while a dup keeps
+    /// the file registered (a ghost, edge case 9), then an event on that file. Returns what
+    /// must stay alive until the `select` that sees the event.
+    fn ghost(sel: &mut EpollSelector) -> (OwnedFd, OwnedFd) {
+        let (r, w) = crate::fd::pipe().unwrap();
+        sel.register(r.as_raw_fd(), Interest::READABLE).unwrap();
+        let dup = crate::fd::dup_at_least(r.as_fd(), 0).unwrap();
+        let number = r.as_raw_fd();
+        drop(r);
+        sel.unregister(number).unwrap(); // EBADF from the kernel: the registration survives
+        crate::fd::write(w.as_fd(), b"x").unwrap();
+        (dup, w)
+    }
+
+    fn readable(sel: &mut EpollSelector, fd: RawFd) -> io::Result<bool> {
+        let mut events = Events::with_capacity(16);
+        sel.select(&mut events, Some(Duration::ZERO))?;
+        Ok(events.iter().any(|e| e.fd == fd && e.readable))
+    }
+
+    /// ENOSPC (max_user_watches) while a rebuild copies a registration: `select` fails with
+    /// an error naming the fd and the limit, the registration is kept and retried by every
+    /// `select`, and once the add works the fd is watched again; the others never stopped.
+    #[test]
+    fn a_registration_the_rebuild_cannot_copy_is_an_error_and_is_retried() {
+        let mut sel = EpollSelector::new().unwrap();
+        let (a, a_w) = crate::fd::pipe().unwrap();
+        let (b, b_w) = crate::fd::pipe().unwrap();
+        let (a, b) = (a.as_raw_fd(), b.as_raw_fd());
+        sel.register(a, Interest::READABLE).unwrap();
+        sel.register(b, Interest::READABLE).unwrap();
+        crate::fd::write(a_w.as_fd(), b"a").unwrap();
+        crate::fd::write(b_w.as_fd(), b"b").unwrap();
+        let _keep = ghost(&mut sel);
+
+        FAIL_COPY.with(|c| c.set(Some((a, libc::ENOSPC))));
+        let err = readable(&mut sel, a).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("fd {a} ")), "names the fd: {msg}");
+        assert!(msg.contains("max_user_watches"), "names the limit: {msg}");
+        assert!(msg.contains("No space left"), "keeps the errno: {msg}");
+        assert_eq!(sel.rebuilds(), 1);
+        assert_eq!(sel.len(), 2, "the registration is not forgotten");
+
+        // Still failing: every select says so again (nothing is silently dropped) ...
+        let again = readable(&mut sel, a).unwrap_err();
+        assert!(again.to_string().contains(&format!("fd {a} ")), "{again}");
+
+        // ... and once the kernel accepts it, the fd is watched again, like `b` all along.
+        FAIL_COPY.with(|c| c.set(None));
+        assert!(readable(&mut sel, a).unwrap(), "a is watched again");
+        assert!(readable(&mut sel, b).unwrap(), "b was never lost");
+        assert_eq!(sel.rebuilds(), 1);
+    }
+
+    /// Unregistering the fd that could not be copied ends the errors.
+    #[test]
+    fn unregistering_an_uncopied_registration_ends_the_errors() {
+        let mut sel = EpollSelector::new().unwrap();
+        let (a, _a_w) = crate::fd::pipe().unwrap();
+        sel.register(a.as_raw_fd(), Interest::READABLE).unwrap();
+        let _keep = ghost(&mut sel);
+        FAIL_COPY.with(|c| c.set(Some((a.as_raw_fd(), libc::ENOMEM))));
+        let err = readable(&mut sel, a.as_raw_fd()).unwrap_err();
+        assert!(err.to_string().contains("max_user_watches"), "{err}");
+        sel.unregister(a.as_raw_fd()).unwrap();
+        assert!(!readable(&mut sel, a.as_raw_fd()).unwrap());
+        FAIL_COPY.with(|c| c.set(None));
+    }
+
+    /// EBADF while copying means "closed behind our back": nothing to watch, no error, and
+    /// the record stays so that unregister still succeeds.
+    #[test]
+    fn a_closed_fd_is_skipped_by_the_rebuild_without_an_error() {
+        let mut sel = EpollSelector::new().unwrap();
+        let (a, _a_w) = crate::fd::pipe().unwrap();
+        sel.register(a.as_raw_fd(), Interest::READABLE).unwrap();
+        let _keep = ghost(&mut sel);
+        FAIL_COPY.with(|c| c.set(Some((a.as_raw_fd(), libc::EBADF))));
+        let r = readable(&mut sel, a.as_raw_fd());
+        FAIL_COPY.with(|c| c.set(None));
+        assert!(!r.unwrap());
+        assert_eq!(sel.rebuilds(), 1);
+        assert!(sel.unwatched.is_empty(), "nothing left to retry");
+        sel.unregister(a.as_raw_fd()).unwrap();
     }
 }

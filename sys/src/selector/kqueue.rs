@@ -92,6 +92,21 @@ struct Registration {
     round: u64,
     /// Index of this fd's event in `KqueueSelector::merged` during that call.
     slot: usize,
+    /// The errno of the last error reported for this fd (`fflags` with `EV_EOF`, `data` of a
+    /// failed change), 0 for none: [`Selector::take_reported_error`]. libkqueue clears the
+    /// socket's `SO_ERROR` when it fills in `fflags`, so this may be the only copy.
+    errno: i32,
+}
+
+impl Registration {
+    fn new(interest: Interest) -> Registration {
+        Registration {
+            interest,
+            round: 0,
+            slot: 0,
+            errno: 0,
+        }
+    }
 }
 
 /// The kqueue selector. See the module docs for the model and the quirks it handles.
@@ -214,6 +229,14 @@ impl KqueueSelector {
         }
         if let Ok(fd) = RawFd::try_from(ev.ident) {
             self.merge(fd, false, false, true, errno == libc::EPIPE);
+            self.remember(fd, errno);
+        }
+    }
+
+    /// Records `errno` as the last error reported for `fd`, if `fd` is registered.
+    fn remember(&mut self, fd: RawFd, errno: i32) {
+        if let Some(reg) = self.registered.get_mut(fd) {
+            reg.errno = errno;
         }
     }
 
@@ -263,14 +286,7 @@ impl Selector for KqueueSelector {
         // waits for the next select.
         check_pollable(Backend::Kqueue, fd)?;
         self.queue(fd, Interest::NONE, interest);
-        self.registered.insert(
-            fd,
-            Registration {
-                interest,
-                round: 0,
-                slot: 0,
-            },
-        );
+        self.registered.insert(fd, Registration::new(interest));
         Ok(())
     }
 
@@ -377,14 +393,7 @@ impl Selector for KqueueSelector {
             let _ = self.apply_now(&mut undo);
             return Err(e);
         }
-        self.registered.insert(
-            fd,
-            Registration {
-                interest,
-                round: 0,
-                slot: 0,
-            },
-        );
+        self.registered.insert(fd, Registration::new(interest));
         Ok(!was_there)
     }
 
@@ -455,6 +464,10 @@ impl Selector for KqueueSelector {
             };
             let eof = flags & EV_EOF != 0;
             self.merge(fd, read, !read, eof && ev.fflags != 0, eof);
+            if eof && ev.fflags != 0 {
+                // A socket error: libkqueue read (and so cleared) `SO_ERROR` to get it.
+                self.remember(fd, ev.fflags as i32);
+            }
         }
 
         // Mask by interest: an error wakes both sides, EOF only its own filter's side.
@@ -502,6 +515,11 @@ impl Selector for KqueueSelector {
 
     fn backend(&self) -> Backend {
         Backend::Kqueue
+    }
+
+    fn take_reported_error(&mut self, fd: RawFd) -> Option<i32> {
+        let reg = self.registered.get_mut(fd)?;
+        Some(std::mem::take(&mut reg.errno)).filter(|&e| e != 0)
     }
 
     fn len(&self) -> usize {
@@ -767,6 +785,50 @@ mod tests {
         assert_eq!((got[0].ident, got[0].filter), (WAKER_IDENT, EVFILT_USER));
         // Reported once: EV_CLEAR reset it.
         assert!(wait(&sel, &[], 8, Duration::ZERO).unwrap().is_empty());
+    }
+
+    /// A refused connect comes back as `EV_EOF` with the errno in `fflags`; the selector
+    /// keeps it for `take_reported_error` (libkqueue clears `SO_ERROR` to fill in `fflags`,
+    /// so the net layer needs this copy), hands it out once, and forgets it on unregister.
+    #[test]
+    fn a_socket_error_in_fflags_is_kept_until_taken() {
+        use crate::socket::{connect, socket, SockType};
+        let addr = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let fd = socket(&addr, SockType::Stream).unwrap();
+        match connect(fd.as_fd(), &addr) {
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+                eprintln!("loopback refused at once: no event to look at");
+                return;
+            }
+            r => assert!(!r.unwrap(), "nobody listens at {addr}"),
+        }
+        let raw = fd.as_raw_fd();
+        let mut sel = KqueueSelector::new().unwrap();
+        sel.register(raw, Interest::WRITABLE).unwrap();
+        assert_eq!(sel.take_reported_error(raw), None, "nothing reported yet");
+        let mut events = Events::with_capacity(4);
+        let mut seen = None;
+        for _ in 0..50 {
+            sel.select(&mut events, Some(Duration::from_millis(100)))
+                .unwrap();
+            seen = events.iter().find(|e| e.fd == raw).copied();
+            if seen.is_some() {
+                break;
+            }
+        }
+        let ev = seen.expect("the refused connect is reported");
+        assert!(ev.error && ev.writable, "{ev:?}");
+        assert_eq!(sel.take_reported_error(raw), Some(libc::ECONNREFUSED));
+        assert_eq!(sel.take_reported_error(raw), None, "taken once");
+        // A kernel reports it again with the next wait (level-triggered, `so_error` still
+        // set); libkqueue reads `SO_ERROR` as 0 now. Either way it goes with the fd.
+        sel.select(&mut events, Some(Duration::ZERO)).unwrap();
+        sel.unregister(raw).unwrap();
+        let forgotten = sel.take_reported_error(raw);
+        assert_eq!(forgotten, None, "forgotten on unregister");
     }
 }
 

@@ -452,6 +452,23 @@ pub trait Selector: fmt::Debug + Send {
     fn waker(&mut self) -> io::Result<Option<Waker>> {
         Ok(None)
     }
+
+    /// Takes the errno that the backend itself reported with the last error or hang-up event
+    /// of `fd` (and forgets it), if the backend has one.
+    ///
+    /// Only kqueue has one: the socket error that comes in `fflags` with `EV_EOF`, or the
+    /// errno of a failed change (`EV_ERROR`). A kernel kqueue leaves the error in the socket
+    /// too (`SO_ERROR`, or the next `read`), but libkqueue fetches `SO_ERROR` to fill in
+    /// `fflags` and so *clears* it; this is the only copy left then. The net layer asks for
+    /// it when `SO_ERROR` reads 0 after a connect or a read returns end of stream
+    /// (`docs/08-kqueue.md`). The errno is forgotten when `fd` is unregistered or registered
+    /// again, so it never outlives the file it was reported for. `None` (the default, and
+    /// always on epoll, poll and select, whose kernels keep the error in the socket) means
+    /// "nothing beyond what the fd itself will tell".
+    fn take_reported_error(&mut self, fd: RawFd) -> Option<i32> {
+        let _ = fd;
+        None
+    }
 }
 
 /// Creates the selector for `backend`.

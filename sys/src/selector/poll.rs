@@ -15,7 +15,8 @@
 //!   is reported once as an error event, then parked (its pollfd gets a negative fd, which
 //!   `poll` ignores) until it is unregistered.
 //! - `POLLHUP`/`POLLERR` are always reported (23); they mark both sides, masked by interest.
-//! - `nfds > RLIMIT_NOFILE` gives `EINVAL` (7): the error says so.
+//! - `nfds > RLIMIT_NOFILE` gives `EINVAL` (7): the error says so, with both numbers
+//!   (`poll_error`).
 
 use std::io;
 use std::os::fd::RawFd;
@@ -64,6 +65,43 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Res
 }
 
 /// A parked entry keeps its fd recoverable as `!fd` (negative, so `poll` skips it).
+/// The error of a failed `poll` over `n` entries. `EINVAL` there means `n` is more than the
+/// process's `RLIMIT_NOFILE` (edge case 7): the message says so, with both numbers, since
+/// "Invalid argument" alone gives no clue.
+fn poll_error(n: usize, err: io::Error) -> io::Error {
+    let hint = if err.raw_os_error() != Some(libc::EINVAL) {
+        String::new()
+    } else {
+        match nofile_soft_limit() {
+            Some(limit) if n as u64 > limit => format!(
+                ": {n} fds is more than RLIMIT_NOFILE allows (soft limit {limit}); raise the \
+                 limit (setrlimit, `ulimit -n`) or watch fewer fds"
+            ),
+            Some(limit) => format!(" (RLIMIT_NOFILE soft limit: {limit})"),
+            None => " (more fds than RLIMIT_NOFILE?)".to_string(),
+        }
+    };
+    io::Error::new(
+        err.kind(),
+        format!("poll: select over {n} fds: {err}{hint}"),
+    )
+}
+
+/// The soft `RLIMIT_NOFILE` (`None`: unlimited, or `getrlimit` failed).
+fn nofile_soft_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit for the duration of the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)] // `rlim_t` is `u64` on Linux, `i64` on the BSDs
+    let soft = lim.rlim_cur as u64;
+    (lim.rlim_cur != libc::RLIM_INFINITY).then_some(soft)
+}
+
 fn real_fd(pfd: &libc::pollfd) -> RawFd {
     if pfd.fd < 0 {
         !pfd.fd
@@ -141,17 +179,8 @@ impl Selector for PollSelector {
 
     fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
-        let ready = poll(&mut self.pollfds, to_millis(timeout)).map_err(|e| {
-            let hint = if e.raw_os_error() == Some(libc::EINVAL) {
-                " (more fds than RLIMIT_NOFILE?)"
-            } else {
-                ""
-            };
-            io::Error::new(
-                e.kind(),
-                format!("poll: select over {} fds: {e}{hint}", self.pollfds.len()),
-            )
-        })?;
+        let ready = poll(&mut self.pollfds, to_millis(timeout))
+            .map_err(|e| poll_error(self.pollfds.len(), e))?;
         // The scan is the O(watched) part of poll: keep its per-entry work to one test, and
         // stop as soon as the `ready` entries the kernel counted have been seen.
         let mut seen = 0;
