@@ -24,6 +24,21 @@
 //! registry batches add and remove within an iteration, so even a remove followed by a
 //! re-add in the same iteration costs no syscall (`stats().interest_changes`).
 //!
+//! ## Poll-based callers
+//! [`Async::poll_readable`] and [`Async::poll_writable`] serve code written against
+//! `poll_*` traits (futures-io's and tokio's `AsyncRead`/`AsyncWrite`, `docs/15-other-crates.md`).
+//! Such a caller has no future of its own to hold a waiter entry, so each direction has one
+//! *poll slot* beside its waiter list: the waker of the last poll-based caller, with the
+//! iteration in which it parked. The reader callback treats the slot as one more waiter
+//! (woken by the same report, under the same stale-report rule, counted as "somebody waits"
+//! so the registration is kept) and marks it *fired*; the next poll finds it fired, returns
+//! `Ready` and empties it. What differs from a future: a poll caller cannot drop its wait.
+//! Its slot is emptied only when it next polls `Ready` or is replaced by another caller's
+//! waker (only the last poll-based caller of a direction is woken, as in tokio), so an
+//! abandoned poll keeps the reader registered until the fd next reports readiness (one
+//! wake-up of a waker nobody needs, then the reader removes itself at the following report)
+//! or until the wrapper is dropped.
+//!
 //! Readiness can be spurious (edge case 26: a reader queued from a poll that ran before a
 //! task drained the fd), so `readable()` means "try again", never "a read will succeed".
 //!
@@ -62,6 +77,19 @@ struct Waiter {
     parked: u64,
 }
 
+/// The poll slot of one direction: where the waker of a poll-based caller
+/// ([`Async::poll_readable`]) waits, since it has no future to hold a waiter entry.
+#[derive(Default)]
+enum PollSlot {
+    /// No poll-based caller waits.
+    #[default]
+    Empty,
+    /// A poll-based caller waits: its latest waker, and the iteration in which it parked.
+    Waiting { waker: Waker, parked: u64 },
+    /// The fd was reported ready since the caller parked: its next poll is `Ready`.
+    Fired,
+}
+
 /// The waiters of one direction (readable or writable) of one fd.
 #[derive(Default)]
 struct Direction {
@@ -71,8 +99,17 @@ struct Direction {
     /// An empty list with capacity, swapped with `waiters` when the fd fires, so waking
     /// allocates nothing and holds no borrow while wakers run.
     spare: RefCell<Vec<Waiter>>,
+    /// The waker of a poll-based caller, woken by the same reports as `waiters`.
+    slot: RefCell<PollSlot>,
     /// Whether our reader (or writer) is registered with the loop.
     registered: Cell<bool>,
+}
+
+impl Direction {
+    /// Whether a poll-based caller waits (a fired slot does not: it is served).
+    fn slot_waiting(&self) -> bool {
+        matches!(*self.slot.borrow(), PollSlot::Waiting { .. })
+    }
 }
 
 /// What the wrapper, its futures and its registered callbacks share.
@@ -176,7 +213,21 @@ impl State {
             }
             !waiters.is_empty()
         };
-        if woken.is_empty() && !still_waiting {
+        // The poll slot is one more waiter, under the same rule.
+        let slot_waker = {
+            let mut slot = dir.slot.borrow_mut();
+            match &*slot {
+                PollSlot::Waiting { parked, .. } if *parked < now => {
+                    match std::mem::replace(&mut *slot, PollSlot::Fired) {
+                        PollSlot::Waiting { waker, .. } => Some(waker),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        };
+        let still_waiting = still_waiting || dir.slot_waiting();
+        if woken.is_empty() && slot_waker.is_none() && !still_waiting {
             // Readiness nobody waits for (the last waiter was served, or left): stop the
             // level-triggered fd from queueing us every iteration.
             dir.registered.set(false);
@@ -190,10 +241,66 @@ impl State {
             // again, which then finds its id gone and completes.
             w.waker.wake();
         }
+        if let Some(waker) = slot_waker {
+            waker.wake();
+        }
         let mut spare = dir.spare.borrow_mut();
         if spare.capacity() < woken.capacity() {
             *spare = woken;
         }
+    }
+
+    /// [`Async::poll_readable`] / [`Async::poll_writable`]: a fired slot is `Ready` (and
+    /// emptied); a waiting one keeps the newest waker (and its parking iteration); an empty
+    /// one registers if needed and parks.
+    fn poll_slot(self: &Rc<Self>, side: Side, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let dir = self.direction(side);
+        {
+            let mut slot = dir.slot.borrow_mut();
+            match &mut *slot {
+                PollSlot::Fired => {
+                    *slot = PollSlot::Empty;
+                    return Poll::Ready(Ok(()));
+                }
+                PollSlot::Waiting { waker, .. } => {
+                    if !waker.will_wake(cx.waker()) {
+                        waker.clone_from(cx.waker());
+                    }
+                    return Poll::Pending;
+                }
+                PollSlot::Empty => {}
+            }
+        }
+        if !dir.registered.get() {
+            if let Err(e) = self.register(side) {
+                return Poll::Ready(Err(e));
+            }
+        }
+        let parked = self.event_loop().map_or(0, |l| l.iteration());
+        *dir.slot.borrow_mut() = PollSlot::Waiting {
+            waker: cx.waker().clone(),
+            parked,
+        };
+        Poll::Pending
+    }
+}
+
+/// Where an operation written as a poll function ([`Async::poll_op`]) parks when its syscall
+/// says `WouldBlock`.
+pub(crate) enum Wait<'a> {
+    /// In the direction's poll slot: the `poll_*` methods of the sockets, whose callers hold
+    /// no future.
+    Slot,
+    /// In a waiter entry of its own, made at the first `WouldBlock` and withdrawn when this
+    /// value is dropped: the async methods, whose future holds it, so that dropping the
+    /// future withdraws the wait (edge case 65).
+    Entry(Option<Readiness<'a>>),
+}
+
+impl Wait<'_> {
+    /// The wait of an async method: an entry, made when first needed.
+    pub(crate) fn entry() -> Self {
+        Wait::Entry(None)
     }
 }
 
@@ -334,6 +441,99 @@ impl<T: AsFd> Async<T> {
         Readiness::new(&self.registration.state, Side::Write)
     }
 
+    /// Polls for readability, for code written against `poll_*` traits (futures-io's or
+    /// tokio's `AsyncRead`, a hand-written `Future`): `Ready(Ok(()))` once the fd was
+    /// reported readable (or at EOF, or in error) after the poll that parked; the report may
+    /// be spurious (edge case 26), so try the operation again and call this again on
+    /// `WouldBlock`.
+    ///
+    /// The caller's waker waits in the direction's *poll slot*, woken by the same reports
+    /// as the [`readable`](Async::readable) futures and under the same rules: a report made
+    /// in the iteration in which it parked does not wake it (the stale report, see the module
+    /// docs), and the registration is kept while it waits, so steady-state poll-based reads
+    /// make no interest change. What differs: a poll caller cannot drop its wait. The slot is
+    /// emptied when the caller next polls `Ready`, when a socket's `poll_read` completes, or
+    /// when another caller's poll replaces the waker (only the **last** poll-based caller of a
+    /// direction is woken, as with tokio's `poll_read_ready`); a caller that stops polling
+    /// leaves its waker there until the next report wakes it once, and the reader is removed
+    /// at the report after that, or when the wrapper is dropped. Futures waiting with
+    /// `readable()` are independent of the slot and are all woken.
+    ///
+    /// # Errors
+    /// As [`readable`](Async::readable).
+    pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.registration.state.poll_slot(Side::Read, cx)
+    }
+
+    /// Polls for writability. As [`poll_readable`](Async::poll_readable), with the writer and
+    /// the write direction's own slot.
+    ///
+    /// # Errors
+    /// As [`readable`](Async::readable).
+    pub fn poll_writable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.registration.state.poll_slot(Side::Write, cx)
+    }
+
+    /// The body of every operation, written as a poll function: runs `op` until it does not
+    /// answer `WouldBlock` (`Interrupted` is retried at once); on `WouldBlock` polls `wait`
+    /// for readiness of `side` (readable for `Side::Read`), and returns `Pending` if it is
+    /// not there. With [`Wait::Slot`], an operation that completes ends its caller's wait in
+    /// the slot (a later `WouldBlock` parks afresh, with the current iteration).
+    fn poll_op<'a, R>(
+        &'a self,
+        cx: &mut Context<'_>,
+        wait: &mut Wait<'a>,
+        side: Side,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        let state = &self.registration.state;
+        loop {
+            match op(&self.io) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let ready = match wait {
+                        Wait::Slot => state.poll_slot(side, cx),
+                        Wait::Entry(entry) => {
+                            Pin::new(entry.get_or_insert_with(|| Readiness::new(state, side)))
+                                .poll(cx)
+                        }
+                    };
+                    match ready {
+                        Poll::Ready(Ok(())) => {}
+                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => {
+                    if let Wait::Slot = wait {
+                        *state.direction(side).slot.borrow_mut() = PollSlot::Empty;
+                    }
+                    return Poll::Ready(result);
+                }
+            }
+        }
+    }
+
+    /// [`poll_op`](Async::poll_op) for reading: on `WouldBlock`, waits for readability.
+    pub(crate) fn poll_read_op<'a, R>(
+        &'a self,
+        cx: &mut Context<'_>,
+        wait: &mut Wait<'a>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_op(cx, wait, Side::Read, op)
+    }
+
+    /// [`poll_op`](Async::poll_op) for writing: on `WouldBlock`, waits for writability.
+    pub(crate) fn poll_write_op<'a, R>(
+        &'a self,
+        cx: &mut Context<'_>,
+        wait: &mut Wait<'a>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_op(cx, wait, Side::Write, op)
+    }
+
     /// Runs `op` until it does not answer `WouldBlock`, awaiting [`readable`](Async::readable)
     /// after each `WouldBlock` (`Interrupted` is retried at once). `op` must be non-blocking
     /// and is called at least once, at once (no wait if data is there).
@@ -341,13 +541,8 @@ impl<T: AsFd> Async<T> {
     /// # Errors
     /// `op`'s error other than `WouldBlock`/`Interrupted`, or the error of `readable`.
     pub async fn read_with<R>(&self, mut op: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
-        loop {
-            match op(&self.io) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable().await?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                result => return result,
-            }
-        }
+        let mut wait = Wait::entry();
+        std::future::poll_fn(|cx| self.poll_read_op(cx, &mut wait, &mut op)).await
     }
 
     /// As [`read_with`](Async::read_with), with `&mut T`.
@@ -373,13 +568,8 @@ impl<T: AsFd> Async<T> {
     /// # Errors
     /// As [`read_with`](Async::read_with).
     pub async fn write_with<R>(&self, mut op: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
-        loop {
-            match op(&self.io) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable().await?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                result => return result,
-            }
-        }
+        let mut wait = Wait::entry();
+        std::future::poll_fn(|cx| self.poll_write_op(cx, &mut wait, &mut op)).await
     }
 
     /// As [`write_with`](Async::write_with), with `&mut T`.
@@ -445,6 +635,8 @@ impl<T: AsFd> fmt::Debug for Async<T> {
             .field("writer_registered", &state.write.registered.get())
             .field("waiting_readable", &state.read.waiters.borrow().len())
             .field("waiting_writable", &state.write.waiters.borrow().len())
+            .field("poll_waiting_readable", &state.read.slot_waiting())
+            .field("poll_waiting_writable", &state.write.slot_waiting())
             .finish()
     }
 }
@@ -525,9 +717,10 @@ impl Drop for Readiness<'_> {
             }
             waiters.is_empty()
         };
-        if now_empty {
+        if now_empty && !dir.slot_waiting() {
             // The last waiter left before readiness came (edge case 65): nobody should be
-            // woken for this fd any more, so the interest goes now.
+            // woken for this fd any more, so the interest goes now (unless a poll-based
+            // caller waits in the slot).
             self.state.deregister(self.side);
         }
     }

@@ -17,6 +17,8 @@
 //! - `tcp.rs`, `udp.rs`, `unix.rs`: the public socket types: how each is made, bound and
 //!   connected, its own options, and its public methods (documented per type, as in std)
 //!   that call `socket.rs`.
+//! - `halves.rs`: [`OwnedReadHalf`] and [`OwnedWriteHalf`], a stream split for two tasks
+//!   (`into_split`), written once for TCP and Unix streams.
 //! - `stream.rs` and `stream/`: asyncio's streams (`streams.py`) on [`TcpStream`] and
 //!   [`UnixStream`].
 //!
@@ -85,6 +87,7 @@ use socket_traits;
 
 mod accept;
 mod async_fd;
+mod halves;
 mod socket;
 mod stream;
 mod tcp;
@@ -92,6 +95,7 @@ mod udp;
 mod unix;
 
 pub use async_fd::{Async, Readiness};
+pub use halves::{OwnedReadHalf, OwnedWriteHalf, ReuniteError, SplitStream};
 pub use stream::{
     open_connection, open_unix_connection, split, start_server, Server, StreamReader, StreamSocket,
     StreamWriter, DEFAULT_HIGH_WATER, DEFAULT_LIMIT, DEFAULT_LOW_WATER,

@@ -11,8 +11,10 @@
 //!
 //! ## How data flows
 //! ```text
-//!  TcpStream::read(buf) ──> Socket::read: buf empty? Ok(0), no syscall (edge case 51)
-//!                             └──> Async::read_with(recv) ── WouldBlock ──> readable().await
+//!  TcpStream::read(buf) ──> Socket::read = poll_fn(Socket::poll_recv, own waiter entry)
+//!  TcpStream::poll_read(cx, buf) ──> Socket::poll_read = Socket::poll_recv, the poll slot
+//!      Socket::poll_recv: buf empty? Ok(0), no syscall (edge case 51)
+//!                             └──> Async::poll_read_op(recv) ── WouldBlock ──> wait
 //!  UdpSocket::send_to(buf, addr) ──> Socket::send_to ──> Async::write_with(F::send_to)
 //! ```
 //! Where the two families differ it is only in the syscalls that take or give an address
@@ -33,17 +35,26 @@
 //!   not happen) and withdraws its interest (edge case 65). `read_exact` and `write_all`
 //!   are the exceptions: dropped midway, an unknown prefix was read or sent.
 //!
+//! Each stream operation is written once, as a poll function taking a [`Wait`]: the
+//! `poll_*` methods (for poll-based callers, `docs/15-other-crates.md`) wait in the
+//! direction's poll slot ([`Async::poll_readable`]); the async methods are `poll_fn` over
+//! the same body with a waiter entry their future owns, so they keep the guarantees above.
+//!
 //! Read `tcp.rs` next.
 
 use std::fmt;
+use std::future::poll_fn;
 use std::io;
+use std::io::IoSlice;
 use std::marker::PhantomData;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::task::{ready, Context, Poll};
 
 use evloop_sys::socket as sys;
 use evloop_sys::socket::{Received, UnixSocketAddr};
 
+use super::async_fd::Wait;
 use super::Async;
 use crate::reactor::WeakEventLoop;
 
@@ -205,6 +216,9 @@ impl<F: Family> Socket<F> {
             if let Some(e) = sys::take_error(self.io.as_fd())? {
                 return Err(e);
             }
+            if let Some(e) = self.reported_error() {
+                return Err(e); // libkqueue took SO_ERROR (docs/08-kqueue.md)
+            }
             match F::peer_addr(self.io.as_fd()) {
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => {}
@@ -216,26 +230,62 @@ impl<F: Family> Socket<F> {
     /// A stream read: at most `buf.len()` bytes, waiting until one is there; an empty `buf`
     /// is `Ok(0)` without a syscall.
     pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.recv_nonempty(buf, sys::recv).await
+        let mut wait = Wait::entry();
+        poll_fn(|cx| self.poll_recv(cx, buf, sys::recv, &mut wait)).await
+    }
+
+    /// As [`read`](Socket::read), for a poll-based caller: `Pending` parks its waker in the
+    /// read direction's poll slot ([`Async::poll_readable`]).
+    pub(crate) fn poll_read(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_recv(cx, buf, sys::recv, &mut Wait::Slot)
     }
 
     /// As [`read`](Socket::read), leaving the bytes in the socket (`MSG_PEEK`).
     pub(crate) async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.recv_nonempty(buf, sys::peek).await
+        let mut wait = Wait::entry();
+        poll_fn(|cx| self.poll_recv(cx, buf, sys::peek, &mut wait)).await
     }
 
-    /// `op` into a non-empty `buf`, waiting for readability on `WouldBlock`; an empty `buf`
-    /// is `Ok(0)` and no syscall, since a zero-length read would look like EOF
+    /// `op` into a non-empty `buf`, waiting (in `wait`) for readability on `WouldBlock`; an
+    /// empty `buf` is `Ok(0)` and no syscall, since a zero-length read would look like EOF
     /// (edge case 51).
-    async fn recv_nonempty(
-        &self,
+    fn poll_recv<'a>(
+        &'a self,
+        cx: &mut Context<'_>,
         buf: &mut [u8],
         op: fn(BorrowedFd<'_>, &mut [u8]) -> io::Result<usize>,
-    ) -> io::Result<usize> {
+        wait: &mut Wait<'a>,
+    ) -> Poll<io::Result<usize>> {
         if buf.is_empty() {
-            return Ok(0);
+            return Poll::Ready(Ok(0));
         }
-        self.io.read_with(|fd| op(fd.as_fd(), buf)).await
+        let n = ready!(self.io.poll_read_op(cx, wait, |fd| op(fd.as_fd(), buf)))?;
+        if n == 0 {
+            // End of stream, or a reset whose error libkqueue consumed when it reported it
+            // (docs/08-kqueue.md): the selector kept a copy.
+            if let Some(e) = self.reported_error() {
+                return Poll::Ready(Err(e));
+            }
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    /// The socket error the selector reported for this fd with its last error event and the
+    /// fd itself no longer holds (`Selector::take_reported_error`), taken. Only kqueue under
+    /// libkqueue gets here with one: it clears `SO_ERROR` to fill in `fflags`. Asked only
+    /// where the fd said "no error" (`SO_ERROR` 0, a read of 0), so on a kernel that keeps
+    /// the error in the socket nothing changes.
+    fn reported_error(&self) -> Option<io::Error> {
+        let event_loop = self.io.event_loop()?;
+        let mut registry = event_loop.inner.registry.try_borrow_mut().ok()?;
+        let errno = registry
+            .as_mut()?
+            .take_reported_error(self.io.as_raw_fd())?;
+        Some(io::Error::from_raw_os_error(errno))
     }
 
     /// Reads until `buf` is full.
@@ -260,10 +310,56 @@ impl<F: Family> Socket<F> {
     /// A stream write: at most `buf.len()` bytes, waiting until one can be written; an empty
     /// `buf` is `Ok(0)` without a syscall.
     pub(crate) async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        let mut wait = Wait::entry();
+        poll_fn(|cx| self.poll_send(cx, buf, &mut wait)).await
+    }
+
+    /// As [`write`](Socket::write), for a poll-based caller: `Pending` parks its waker in the
+    /// write direction's poll slot ([`Async::poll_writable`]).
+    pub(crate) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_send(cx, buf, &mut Wait::Slot)
+    }
+
+    /// As [`poll_write`](Socket::poll_write) for the first non-empty slice of `bufs`:
+    /// `evloop_sys` has no vectored send (`sendmsg` with `MSG_NOSIGNAL`), and `writev` could
+    /// raise SIGPIPE (edge case 53). A short count is allowed by the contract of
+    /// `write_vectored`; no non-empty slice is `Ok(0)` and no syscall.
+    pub(crate) fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &**b);
+        self.poll_write(cx, first)
+    }
+
+    /// `send(MSG_NOSIGNAL)` of a non-empty `buf`, waiting (in `wait`) for writability on
+    /// `WouldBlock`; an empty `buf` is `Ok(0)` without a syscall.
+    fn poll_send<'a>(
+        &'a self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+        wait: &mut Wait<'a>,
+    ) -> Poll<io::Result<usize>> {
         if buf.is_empty() {
-            return Ok(0);
+            return Poll::Ready(Ok(0));
         }
-        self.send(buf).await
+        self.io
+            .poll_write_op(cx, wait, |fd| sys::send(fd.as_fd(), buf))
+    }
+
+    /// Always `Ready(Ok(()))`: a socket has no user-space buffer to flush.
+    pub(crate) fn poll_flush(&self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// `shutdown(Write)`, at once (it never waits): the peer reads EOF once the data
+    /// already sent has arrived.
+    pub(crate) fn poll_shutdown(&self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.shutdown(Shutdown::Write))
     }
 
     /// Writes all of `buf`, in order, across partial writes (edge case 52).

@@ -34,8 +34,10 @@
 //! Read `docs/` (sockets page) next, or `tests/tcp.rs`.
 
 use std::io;
+use std::io::IoSlice;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, OwnedFd};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use evloop_sys::socket as sys;
@@ -44,6 +46,7 @@ use super::accept::Listener;
 use super::socket::{Inet, Socket};
 #[cfg(doc)]
 use super::Async;
+use super::{OwnedReadHalf, OwnedWriteHalf};
 
 /// How long [`TcpListener::accept`] stops watching the listener after running out of fds
 /// (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) before it tries again. asyncio waits 1 s
@@ -407,6 +410,70 @@ impl TcpStream {
     /// As [`write`](TcpStream::write); `WriteZero` if the kernel accepts nothing.
     pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         self.io.write_all(buf).await
+    }
+
+    /// Reads as [`read`](TcpStream::read), as a poll function, for code written against `poll_*`
+    /// traits (futures-io's or tokio's `AsyncRead`: `docs/15-other-crates.md`): tries `recv`
+    /// at once; `Pending` means it said `WouldBlock` and `cx`'s waker will be woken when the
+    /// socket is reported readable. An empty `buf` is `Ready(Ok(0))` without a syscall.
+    ///
+    /// Only the waker of the **last** poll-based reader is kept (see
+    /// [`Async::poll_readable`], which also says what stays registered when a caller stops
+    /// polling); the async methods wait independently of it.
+    ///
+    /// # Errors
+    /// As [`read`](TcpStream::read).
+    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_read(cx, buf)
+    }
+
+    /// Writes as [`write`](TcpStream::write), as a poll function (see [`poll_read`](TcpStream::poll_read)):
+    /// one `send(MSG_NOSIGNAL)`, `Pending` on `WouldBlock`. An empty `buf` is `Ready(Ok(0))`
+    /// without a syscall.
+    ///
+    /// # Errors
+    /// As [`write`](TcpStream::write).
+    pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_write(cx, buf)
+    }
+
+    /// [`poll_write`](TcpStream::poll_write) of the **first non-empty slice** of `bufs` only:
+    /// there is no vectored send without SIGPIPE in `evloop_sys` yet (`writev` could raise
+    /// it, edge case 53). A count short of the total is allowed by `write_vectored`'s contract.
+    ///
+    /// # Errors
+    /// As [`write`](TcpStream::write).
+    pub fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.io.poll_write_vectored(cx, bufs)
+    }
+
+    /// Always `Ready(Ok(()))`: the stream has no user-space buffer; what `write` accepted
+    /// is in the kernel.
+    ///
+    /// # Errors
+    /// None.
+    pub fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.io.poll_flush(cx)
+    }
+
+    /// `shutdown(Shutdown::Write)` as a poll function (always ready): what `AsyncWrite`'s
+    /// `poll_close`/`poll_shutdown` mean. The peer reads EOF.
+    ///
+    /// # Errors
+    /// As [`shutdown`](TcpStream::shutdown).
+    pub fn poll_shutdown(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.io.poll_shutdown(cx)
+    }
+
+    /// Splits the stream into a read half and a write half, each owning an `Rc` of it, to
+    /// move into two tasks; [`OwnedReadHalf::reunite`] joins them again. Dropping the write
+    /// half shuts down the write direction (see [`OwnedWriteHalf`]).
+    pub fn into_split(self) -> (OwnedReadHalf<TcpStream>, OwnedWriteHalf<TcpStream>) {
+        super::halves::into_split(self)
     }
 
     /// Shuts down the read side, the write side or both (`shutdown(2)`). After

@@ -36,10 +36,12 @@
 //! Read `tests/unix.rs` next.
 
 use std::io;
+use std::io::IoSlice;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use evloop_sys::socket as sys;
@@ -51,6 +53,7 @@ use super::accept::Listener;
 use super::socket::{Local, Socket};
 #[cfg(doc)]
 use super::Async;
+use super::{OwnedReadHalf, OwnedWriteHalf};
 
 /// The longest pause between two tries of a connect refused with `EAGAIN` (full backlog).
 const MAX_CONNECT_BACKOFF: Duration = Duration::from_millis(64);
@@ -323,6 +326,70 @@ impl UnixStream {
     /// As [`write`](UnixStream::write); `WriteZero` if the kernel accepts nothing.
     pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         self.io.write_all(buf).await
+    }
+
+    /// Reads as [`read`](UnixStream::read), as a poll function, for code written against `poll_*`
+    /// traits (futures-io's or tokio's `AsyncRead`: `docs/15-other-crates.md`): tries `recv`
+    /// at once; `Pending` means it said `WouldBlock` and `cx`'s waker will be woken when the
+    /// socket is reported readable. An empty `buf` is `Ready(Ok(0))` without a syscall.
+    ///
+    /// Only the waker of the **last** poll-based reader is kept (see
+    /// [`Async::poll_readable`], which also says what stays registered when a caller stops
+    /// polling); the async methods wait independently of it.
+    ///
+    /// # Errors
+    /// As [`read`](UnixStream::read).
+    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_read(cx, buf)
+    }
+
+    /// Writes as [`write`](UnixStream::write), as a poll function (see [`poll_read`](UnixStream::poll_read)):
+    /// one `send(MSG_NOSIGNAL)`, `Pending` on `WouldBlock`. An empty `buf` is `Ready(Ok(0))`
+    /// without a syscall.
+    ///
+    /// # Errors
+    /// As [`write`](UnixStream::write).
+    pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_write(cx, buf)
+    }
+
+    /// [`poll_write`](UnixStream::poll_write) of the **first non-empty slice** of `bufs` only:
+    /// there is no vectored send without SIGPIPE in `evloop_sys` yet (`writev` could raise
+    /// it, edge case 53). A count short of the total is allowed by `write_vectored`'s contract.
+    ///
+    /// # Errors
+    /// As [`write`](UnixStream::write).
+    pub fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.io.poll_write_vectored(cx, bufs)
+    }
+
+    /// Always `Ready(Ok(()))`: the stream has no user-space buffer; what `write` accepted
+    /// is in the kernel.
+    ///
+    /// # Errors
+    /// None.
+    pub fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.io.poll_flush(cx)
+    }
+
+    /// `shutdown(Shutdown::Write)` as a poll function (always ready): what `AsyncWrite`'s
+    /// `poll_close`/`poll_shutdown` mean. The peer reads EOF.
+    ///
+    /// # Errors
+    /// As [`shutdown`](UnixStream::shutdown).
+    pub fn poll_shutdown(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.io.poll_shutdown(cx)
+    }
+
+    /// Splits the stream into a read half and a write half, each owning an `Rc` of it, to
+    /// move into two tasks; [`OwnedReadHalf::reunite`] joins them again. Dropping the write
+    /// half shuts down the write direction (see [`OwnedWriteHalf`]).
+    pub fn into_split(self) -> (OwnedReadHalf<UnixStream>, OwnedWriteHalf<UnixStream>) {
+        super::halves::into_split(self)
     }
 
     /// Shuts down the read side, the write side or both. After `Write` the peer reads EOF.
