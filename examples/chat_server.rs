@@ -136,7 +136,10 @@ async fn connection(
     // Subscribe before announcing, so this client sees its own arrival.
     let mut rx = tx.subscribe();
     peers.lock().await.insert(peer, name.clone());
-    let _ = tx.send(format!("* {name} joined ({} here)", peers.lock().await.len()));
+    let _ = tx.send(format!(
+        "* {name} joined ({} here)",
+        peers.lock().await.len()
+    ));
     loop {
         evloop::select! {
             biased; // shutdown first, then the client's own lines, then the others'
@@ -206,7 +209,10 @@ async fn client(
 async fn read(reader: &mut StreamReader) -> io::Result<String> {
     let line = reader.read_line().await?;
     if line.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed",
+        ));
     }
     Ok(text(&line))
 }
@@ -214,4 +220,3 @@ async fn read(reader: &mut StreamReader) -> io::Result<String> {
 fn text(line: &[u8]) -> String {
     String::from_utf8_lossy(line).trim_end().to_string()
 }
-

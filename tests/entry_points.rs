@@ -102,7 +102,9 @@ fn run_reports_how_many_pending_tasks_it_cancelled() {
     let (ok, _, stderr) = run_child("child_run_reports_pending_tasks", &[]);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("evloop::run: 2 task(s) still pending when the main future finished were cancelled"),
+        stderr.contains(
+            "evloop::run: 2 task(s) still pending when the main future finished were cancelled"
+        ),
         "{stderr}"
     );
 }
@@ -117,7 +119,11 @@ fn child_builder_env() {
     println!("from_env {} {} ", from_env.backend(), from_env.debug());
     let ignored = EventLoop::builder().ignore_env().build().unwrap();
     println!("ignored {} {}", ignored.backend(), ignored.debug());
-    let told = EventLoop::builder().ignore_env().backend(evloop::Backend::Poll).build().unwrap();
+    let told = EventLoop::builder()
+        .ignore_env()
+        .backend(evloop::Backend::Poll)
+        .build()
+        .unwrap();
     println!("told {} {}", told.backend(), told.debug());
 }
 
@@ -125,12 +131,19 @@ fn child_builder_env() {
 fn the_builder_follows_the_environment_unless_told_to_ignore_it() {
     let (ok, stdout, stderr) = run_child(
         "child_builder_env",
-        &[("EVLOOP_BACKEND", "select"), ("EVLOOP_DEBUG", "1"), ("EVLOOP_TRACE", "1")],
+        &[
+            ("EVLOOP_BACKEND", "select"),
+            ("EVLOOP_DEBUG", "1"),
+            ("EVLOOP_TRACE", "1"),
+        ],
     );
     assert!(ok, "{stderr}");
     assert!(stdout.contains("from_env select true"), "{stdout}");
     let default = evloop::Backend::platform_default();
-    assert!(stdout.contains(&format!("ignored {default} false")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("ignored {default} false")),
+        "{stdout}"
+    );
     assert!(stdout.contains("told poll false"), "{stdout}");
     // Trace was on for the first loop only (it narrated nothing: it never ran); the others
     // ignore EVLOOP_TRACE, so nothing of theirs reached stderr either way.

@@ -28,7 +28,6 @@ use std::future::Future;
 use std::panic::Location;
 
 pub use self::core::{Task, TaskError};
-pub use run::{run, Stopped};
 #[doc(hidden)]
 pub use combinators::{__join, __try_join, JoinTuple, MaybeDone, TryJoinTuple};
 pub use combinators::{join_all, race, select, try_join_all, Either, JoinAll, TryJoinAll};
@@ -38,6 +37,7 @@ pub use pool::{
     ToThread,
 };
 pub use promise::{InvalidState, Promise, PromiseError};
+pub use run::{run, Stopped};
 pub use time::{
     interval, sleep, sleep_until, timeout, yield_now, Elapsed, Interval, MissedTick, Sleep,
 };

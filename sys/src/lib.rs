@@ -83,10 +83,10 @@ pub(crate) use internal_pub;
 
 pub mod cvt;
 pub mod fd;
-pub mod process;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod floor;
+pub mod process;
 pub mod selector;
 pub mod signal;
 pub mod socket;
