@@ -106,6 +106,24 @@ impl<F: Family> Listener<F> {
     /// As [`AcceptPolicy::accept`]; the loop closed or dropped.
     pub(crate) async fn accept(&self) -> io::Result<(Socket<F>, F::Addr)> {
         let (fd, peer) = self.policy.accept(&self.socket).await?;
+        // A strict select cannot watch an fd at or above FD_SETSIZE: refuse this connection
+        // here, as an error the caller can tell apart from a failed listener, rather than at
+        // its first wait (edge case 15). The listener goes on accepting.
+        if fd.as_raw_fd() as usize >= evloop_sys::selector::select::FD_SETSIZE {
+            let strict = self
+                .socket
+                .weak_loop()
+                .and_then(|w| w.upgrade())
+                .is_some_and(|lp| lp.backend() == evloop_sys::Backend::SelectStrict);
+            if strict {
+                let n = fd.as_raw_fd();
+                drop(fd); // closes the connection: its peer sees a reset or EOF
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    FdAboveSetsize { fd: n },
+                ));
+            }
+        }
         Ok((Socket::from_nonblocking(self.socket.weak_loop(), fd), peer))
     }
 
@@ -141,6 +159,35 @@ impl<F: Family> AsRawFd for Listener<F> {
         self.socket.as_raw_fd()
     }
 }
+
+/// The error inside the `InvalidInput` `io::Error` an accept on a `select-strict` loop returns
+/// when the new connection got an fd at or above `FD_SETSIZE`: that connection was closed, the
+/// listener is fine (`FdAboveSetsize::is` tells this error apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FdAboveSetsize {
+    fd: std::os::fd::RawFd,
+}
+
+impl FdAboveSetsize {
+    /// Whether `err` is this refusal of one connection.
+    pub(crate) fn is(err: &io::Error) -> bool {
+        err.get_ref().is_some_and(|e| e.is::<FdAboveSetsize>())
+    }
+}
+
+impl fmt::Display for FdAboveSetsize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "select-strict: accepted a connection on fd {}, at or above FD_SETSIZE (1024), \
+             which a strict select cannot watch; the connection was closed and the listener \
+             goes on (use the growable `select` backend, or `poll`/`epoll`)",
+            self.fd
+        )
+    }
+}
+
+impl std::error::Error for FdAboveSetsize {}
 
 #[cfg(test)]
 mod tests {

@@ -265,6 +265,18 @@ async fn serve(listener: TcpListener, n: usize, bytes: usize, log: Rc<RefCell<Se
     for _ in 0..n {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
+            // select-strict refuses a connection whose fd is >= FD_SETSIZE at accept, with a
+            // clear error, and the listener goes on serving the others.
+            Err(e)
+                if e.kind() == io::ErrorKind::InvalidInput
+                    && e.to_string().contains("FD_SETSIZE") =>
+            {
+                let mut l = log.borrow_mut();
+                l.refused += 1;
+                l.refused_example
+                    .get_or_insert_with(|| format!("at accept: {e}"));
+                continue;
+            }
             Err(e) => {
                 log.borrow_mut().failures.push(format!("accept: {e}"));
                 break;

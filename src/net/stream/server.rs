@@ -454,6 +454,10 @@ where
                 // loop condition then accepts nothing more from the backlog.
                 drop(task);
             }
+            Err(e) if crate::net::accept::FdAboveSetsize::is(&e) => {
+                // One connection refused (select-strict, fd >= FD_SETSIZE); the others go on.
+                tracker.report(format!("start_server: accept: {e}"));
+            }
             Err(e) if evloop_sys::socket::is_out_of_fds(&e) => {
                 // `accept` pauses itself before the next try (edge case 56).
                 tracker.report(format!("start_server: accept: {e}; retrying later"));
