@@ -235,6 +235,7 @@ per_backend! {
                 // A BSD kernel deletes F's knotes at close: neither file is watched.
                 assert_eq!((for_f, for_n), (0, 0));
             }
+            other => panic!("{other}: a new backend; pin its behaviour here"),
         }
         assert!(lp.remove_reader(fd));
         lp.run_nowait().unwrap();

@@ -312,12 +312,12 @@ pub(crate) fn run_floor(fds: &Fds, kind: FloorKind, c: &Cell_, t: &mut Timing) -
     Ok(())
 }
 
-/// The floor that `backend` is compared with; kqueue has none.
+/// The floor that `backend` is compared with; kqueue (and any backend added later) has none.
 pub(crate) fn floor_kind(backend: Backend) -> Option<FloorKind> {
     match backend {
         Backend::Epoll => Some(FloorKind::Epoll),
         Backend::Poll => Some(FloorKind::Poll),
         Backend::Select | Backend::SelectStrict => Some(FloorKind::Select),
-        Backend::Kqueue => None,
+        _ => None,
     }
 }

@@ -32,6 +32,7 @@ per_backend! {
             Backend::Poll | Backend::Select | Backend::SelectStrict => {
                 assert_eq!(sel.backend_fd(), None)
             }
+            other => panic!("{other}: a new backend; say here whether it has a kernel object"),
         }
         let waker = Waker::new().unwrap();
         assert!(is_cloexec_raw(waker.fd()));

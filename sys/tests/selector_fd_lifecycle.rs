@@ -279,6 +279,7 @@ per_backend! {
             Backend::Epoll => assert!(fresh, "epoll must make a new registration"),
             Backend::Poll | Backend::Select | Backend::SelectStrict => assert!(!fresh),
             Backend::Kqueue => {}
+            other => panic!("{other}: a new backend; pin its behaviour here"),
         }
         assert_eq!(sel.len(), 1);
         no_reports_for_idle_new_file(&mut *sel, &mut events, x);
@@ -359,6 +360,7 @@ per_backend! {
             Backend::Epoll => assert!(fresh, "epoll must make a new registration"),
             Backend::Poll | Backend::Select | Backend::SelectStrict => assert!(!fresh),
             Backend::Kqueue => {}
+            other => panic!("{other}: a new backend; pin its behaviour here"),
         }
         assert!(select(&mut *sel, &mut events, Some(Duration::ZERO)).is_empty());
         send(&nb, b"new");

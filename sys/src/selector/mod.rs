@@ -221,6 +221,7 @@ impl<'a> IntoIterator for &'a Events {
 
 /// The readiness backends evloop knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backend {
     /// Linux `epoll`: O(ready) per wait, O(1) per change.
     Epoll,
