@@ -374,6 +374,24 @@ impl<T: AsFd> Async<T> {
     /// `PermissionDenied` for a regular file or a directory (always "ready": readiness cannot
     /// be watched; use [`to_thread`](crate::to_thread)); `EBADF` if the fd is not open; the
     /// error of `fcntl` setting `O_NONBLOCK`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let a = Async::new(a)?;
+    /// assert!(a.event_loop().is_some()); // made in a running loop: bound to it
+    /// // A regular file is always "ready": it cannot be wrapped.
+    /// let err = Async::new(tempfile::tempfile()?).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new(io: T) -> io::Result<Async<T>> {
         Async::make(crate::reactor::try_current().map(|lp| lp.downgrade()), io)
     }
@@ -382,6 +400,21 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// As [`new`](Async::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, b) = UnixStream::pair()?;
+    /// let a = Async::with_loop(&event_loop, a)?; // before the loop runs
+    /// (&b).write_all(b"x")?;
+    /// event_loop.run_until_complete(async { a.readable().await })??;
+    /// assert!(a.event_loop().is_some());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn with_loop(event_loop: &EventLoop, io: T) -> io::Result<Async<T>> {
         Async::make(Some(event_loop.downgrade()), io)
     }
@@ -429,6 +462,25 @@ impl<T: AsFd> Async<T> {
     /// # Errors
     /// If the loop is closed or dropped, or `add_reader` refuses the fd (e.g. an fd >= 1024
     /// on `select-strict`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// a.get_ref().write_all(b"x")?;
+    /// b.readable().await?; // a byte is there: the read below does not block
+    /// let mut buf = [0u8; 1];
+    /// assert_eq!(b.get_ref().read(&mut buf)?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn readable(&self) -> Readiness<'_> {
         Readiness::new(&self.registration.state, Side::Read)
     }
@@ -437,6 +489,25 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// As [`readable`](Async::readable).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// a.writable().await?; // a fresh socket's send buffer is empty
+    /// assert_eq!(a.get_ref().write(b"x")?, 1);
+    /// let mut buf = [0u8; 1];
+    /// assert_eq!(b.get_ref().read(&mut buf)?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn writable(&self) -> Readiness<'_> {
         Readiness::new(&self.registration.state, Side::Write)
     }
@@ -461,6 +532,25 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// As [`readable`](Async::readable).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// a.get_ref().write_all(b"x")?;
+    /// std::future::poll_fn(|cx| b.poll_readable(cx)).await?;
+    /// let mut buf = [0u8; 1];
+    /// assert_eq!(b.get_ref().read(&mut buf)?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.registration.state.poll_slot(Side::Read, cx)
     }
@@ -470,6 +560,25 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// As [`readable`](Async::readable).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// std::future::poll_fn(|cx| a.poll_writable(cx)).await?;
+    /// assert_eq!(a.get_ref().write(b"x")?, 1);
+    /// let mut buf = [0u8; 1];
+    /// assert_eq!(b.get_ref().read(&mut buf)?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_writable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.registration.state.poll_slot(Side::Write, cx)
     }
@@ -540,6 +649,28 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// `op`'s error other than `WouldBlock`/`Interrupted`, or the error of `readable`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// let reader = evloop::spawn(async move {
+    ///     let mut buf = [0u8; 8];
+    ///     // Waits while the read says `WouldBlock`, then tries again.
+    ///     b.read_with(|mut s| s.read(&mut buf)).await.map(|n| buf[..n].to_vec())
+    /// });
+    /// a.get_ref().write_all(b"hi")?;
+    /// assert_eq!(reader.await.unwrap()?, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_with<R>(&self, mut op: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         let mut wait = Wait::entry();
         std::future::poll_fn(|cx| self.poll_read_op(cx, &mut wait, &mut op)).await
@@ -549,6 +680,26 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// As [`read_with`](Async::read_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// a.get_ref().write_all(b"hi")?;
+    /// let mut b = b;
+    /// let mut buf = [0u8; 8];
+    /// let n = b.read_with_mut(|s| s.read(&mut buf)).await?; // `s` is `&mut UnixStream`
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_with_mut<R>(
         &mut self,
         mut op: impl FnMut(&mut T) -> io::Result<R>,
@@ -567,6 +718,26 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// As [`read_with`](Async::read_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// let n = a.write_with(|mut s| s.write(b"hi")).await?;
+    /// assert_eq!(n, 2);
+    /// let mut buf = [0u8; 2];
+    /// assert_eq!(b.get_ref().read(&mut buf)?, 2);
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write_with<R>(&self, mut op: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         let mut wait = Wait::entry();
         std::future::poll_fn(|cx| self.poll_write_op(cx, &mut wait, &mut op)).await
@@ -576,6 +747,26 @@ impl<T: AsFd> Async<T> {
     ///
     /// # Errors
     /// As [`read_with`](Async::read_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// let mut a = a;
+    /// let n = a.write_with_mut(|s| s.write(b"hi")).await?; // `s` is `&mut UnixStream`
+    /// assert_eq!(n, 2);
+    /// let mut buf = [0u8; 2];
+    /// assert_eq!(b.get_ref().read(&mut buf)?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write_with_mut<R>(
         &mut self,
         mut op: impl FnMut(&mut T) -> io::Result<R>,
@@ -590,17 +781,73 @@ impl<T: AsFd> Async<T> {
     }
 
     /// The wrapped I/O object.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let fd = a.as_raw_fd();
+    /// let a = Async::new(a)?;
+    /// assert_eq!(a.get_ref().as_raw_fd(), fd); // the same socket
+    /// assert!(a.get_ref().take_error()?.is_none());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get_ref(&self) -> &T {
         &self.io
     }
 
     /// The wrapped I/O object, mutably. Do not replace or close its fd while wrapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let (a, b) = UnixStream::pair()?;
+    /// # let (a, b) = (Async::new(a)?, Async::new(b)?);
+    /// let mut a = a;
+    /// a.get_mut().write_all(b"hi")?; // through `&mut UnixStream`
+    /// let mut buf = [0u8; 2];
+    /// assert_eq!(b.get_ref().read(&mut buf)?, 2);
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get_mut(&mut self) -> &mut T {
         &mut self.io
     }
 
     /// Removes the fd's reader and writer from the loop and gives `io` back (its fd still
     /// non-blocking).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let a = Async::new(a)?;
+    /// let mut a = a.into_inner(); // deregistered, still non-blocking
+    /// let err = a.read(&mut [0u8; 1]).unwrap_err(); // nothing to read: no wait
+    /// assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_inner(self) -> T {
         let Async { registration, io } = self;
         drop(registration);
@@ -608,6 +855,20 @@ impl<T: AsFd> Async<T> {
     }
 
     /// The loop this wrapper is registered with (or bound to), if it still exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    /// use evloop::net::Async;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let a = Async::with_loop(&event_loop, a)?;
+    /// assert!(a.event_loop().is_some());
+    /// drop(event_loop);
+    /// assert!(a.event_loop().is_none()); // held weakly: the loop is gone
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn event_loop(&self) -> Option<EventLoop> {
         let weak = self.registration.state.event_loop.borrow().clone();
         weak.and_then(|w| w.upgrade())

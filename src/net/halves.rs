@@ -157,6 +157,24 @@ impl<S: SplitStream> OwnedReadHalf<S> {
     ///
     /// # Errors
     /// As the stream's `read` ([`TcpStream::read`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (read, _write) = a.into_split();
+    /// b.write_all(b"hi").await?;
+    /// let mut buf = [0u8; 8];
+    /// let n = read.read(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"hi");
+    /// drop(b);
+    /// assert_eq!(read.read(&mut buf).await?, 0); // EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         sealed::Halves::read(&*self.stream, buf).await
     }
@@ -165,6 +183,22 @@ impl<S: SplitStream> OwnedReadHalf<S> {
     ///
     /// # Errors
     /// As [`TcpStream::read_exact`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (read, _write) = a.into_split();
+    /// b.write_all(b"abcd").await?;
+    /// let mut buf = [0u8; 4];
+    /// read.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"abcd");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
         sealed::Halves::read_exact(&*self.stream, buf).await
     }
@@ -173,6 +207,22 @@ impl<S: SplitStream> OwnedReadHalf<S> {
     ///
     /// # Errors
     /// As [`TcpStream::read`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (read, _write) = a.into_split();
+    /// b.write_all(b"hi").await?;
+    /// let mut buf = [0u8; 8];
+    /// let n = std::future::poll_fn(|cx| read.poll_read(cx, &mut buf)).await?;
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         sealed::Halves::poll_read(&*self.stream, cx, buf)
     }
@@ -181,6 +231,25 @@ impl<S: SplitStream> OwnedReadHalf<S> {
     ///
     /// # Errors
     /// [`ReuniteError`], holding both halves unchanged, if they come from different streams.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let ((read, write), (b_read, b_write)) = (a.into_split(), b.into_split());
+    /// // Halves of two different streams come back unchanged.
+    /// let evloop::net::ReuniteError(read, b_write) = read.reunite(b_write).unwrap_err();
+    /// let (a, b) = (read.reunite(write).unwrap(), b_read.reunite(b_write).unwrap());
+    /// a.write_all(b"ok").await?; // nothing was shut down
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ok");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn reunite(self, write: OwnedWriteHalf<S>) -> Result<S, ReuniteError<S>> {
         if !Rc::ptr_eq(&self.stream, &write.stream) {
             return Err(ReuniteError(self, write));
@@ -226,6 +295,22 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     /// As the stream's `write` ([`TcpStream::write`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// assert_eq!(write.write(b"hi").await?, 2);
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
         sealed::Halves::write(&*self.stream, buf).await
     }
@@ -234,6 +319,24 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     /// As [`TcpStream::write_all`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// write.write_all(b"hello").await?;
+    /// drop(write); // the peer reads EOF after the data
+    /// let mut buf = [0u8; 5];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hello");
+    /// assert_eq!(b.read(&mut buf).await?, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         sealed::Halves::write_all(&*self.stream, buf).await
     }
@@ -242,6 +345,23 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     /// As [`TcpStream::write`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// let n = std::future::poll_fn(|cx| write.poll_write(cx, b"hi")).await?;
+    /// assert_eq!(n, 2);
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         sealed::Halves::poll_write(&*self.stream, cx, buf)
     }
@@ -251,6 +371,25 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     /// As [`TcpStream::write`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// let bufs = [IoSlice::new(b""), IoSlice::new(b"ab"), IoSlice::new(b"cd")];
+    /// let n = std::future::poll_fn(|cx| write.poll_write_vectored(cx, &bufs)).await?;
+    /// assert_eq!(n, 2); // only the first non-empty slice
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ab");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_write_vectored(
         &self,
         cx: &mut Context<'_>,
@@ -263,6 +402,21 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     /// None.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::Poll;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// let first = std::future::poll_fn(|cx| Poll::Ready(write.poll_flush(cx))).await;
+    /// assert!(matches!(first, Poll::Ready(Ok(())))); // ready at the first poll
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_flush(&self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
@@ -271,6 +425,22 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     /// As [`shutdown`](OwnedWriteHalf::shutdown).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::Poll;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// let first = std::future::poll_fn(|cx| Poll::Ready(write.poll_shutdown(cx))).await;
+    /// assert!(matches!(first, Poll::Ready(Ok(())))); // ready at the first poll
+    /// assert_eq!(b.read(&mut [0u8; 8]).await?, 0); // the peer reads EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_shutdown(&self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(self.shutdown())
     }
@@ -280,12 +450,51 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     ///
     /// # Errors
     /// `NotConnected` when the socket is not connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (read, write) = a.into_split();
+    /// write.shutdown()?;
+    /// let mut buf = [0u8; 2];
+    /// assert_eq!(b.read(&mut buf).await?, 0); // the peer reads EOF
+    /// let err = write.write(b"more").await.unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
+    /// b.write_all(b"ok").await?; // the read half still reads
+    /// read.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ok");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(&self) -> io::Result<()> {
         sealed::Halves::shutdown(&*self.stream, Shutdown::Write)
     }
 
     /// Drops the half *without* shutting down the write direction: the peer sees EOF only
     /// when the socket closes (when the read half is dropped too).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (read, write) = a.into_split();
+    /// write.forget(); // no shutdown: the stream still writes
+    /// read.as_ref().write_all(b"open").await?;
+    /// let mut buf = [0u8; 4];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"open");
+    /// drop(read); // the socket closes: now the peer reads EOF
+    /// assert_eq!(b.read(&mut buf).await?, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn forget(mut self) {
         self.shutdown_on_drop = false;
     }

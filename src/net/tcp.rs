@@ -132,6 +132,17 @@ impl Default for ListenOptions {
 
 impl ListenOptions {
     /// Sets `SO_REUSEADDR` (default on).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{ListenOptions, TcpListener};
+    /// let options = ListenOptions::default().reuse_address(false);
+    /// assert_ne!(options, ListenOptions::default()); // the default has it on
+    /// let listener = TcpListener::bind_with("127.0.0.1:0".parse().unwrap(), options)?;
+    /// assert!(listener.local_addr()?.ip().is_loopback());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn reuse_address(mut self, on: bool) -> ListenOptions {
         self.reuse_address = on;
         self
@@ -139,6 +150,18 @@ impl ListenOptions {
 
     /// Sets `SO_REUSEPORT` (default off): several listeners, e.g. one loop per core, may then
     /// bind the same address and the kernel spreads the connections among them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{ListenOptions, TcpListener};
+    /// let options = ListenOptions::default().reuse_port(true);
+    /// let first = TcpListener::bind_with("127.0.0.1:0".parse().unwrap(), options)?;
+    /// // A second listener may bind the very same address and port.
+    /// let second = TcpListener::bind_with(first.local_addr()?, options)?;
+    /// assert_eq!(second.local_addr()?, first.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn reuse_port(mut self, on: bool) -> ListenOptions {
         self.reuse_port = on;
         self
@@ -146,6 +169,24 @@ impl ListenOptions {
 
     /// The length of the queue of connections not yet accepted (default 1024; the kernel
     /// caps it, at `net.core.somaxconn` on Linux).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{ListenOptions, TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let options = ListenOptions::default().backlog(4);
+    /// let listener = TcpListener::bind_with("127.0.0.1:0".parse().unwrap(), options)?;
+    /// let addr = listener.local_addr()?;
+    /// // Connections wait in the queue until accepted, in order.
+    /// let (a, b) = (TcpStream::connect(addr).await?, TcpStream::connect(addr).await?);
+    /// assert_eq!(listener.accept().await?.1, a.local_addr()?);
+    /// assert_eq!(listener.accept().await?.1, b.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn backlog(mut self, backlog: i32) -> ListenOptions {
         self.backlog = backlog;
         self
@@ -189,6 +230,19 @@ impl TcpListener {
     ///
     /// # Errors
     /// `AddrInUse`, `AddrNotAvailable`, `PermissionDenied` (a privileged port), `EMFILE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::TcpListener;
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?; // no loop needed
+    /// let addr = listener.local_addr()?;
+    /// assert_ne!(addr.port(), 0); // the kernel picked one
+    /// // The address is taken while the listener lives.
+    /// let err = TcpListener::bind(addr).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
         TcpListener::bind_with(addr, ListenOptions::default())
     }
@@ -197,6 +251,18 @@ impl TcpListener {
     ///
     /// # Errors
     /// As [`bind`](TcpListener::bind); `ENOPROTOOPT` if `SO_REUSEPORT` does not exist here.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{ListenOptions, TcpListener};
+    /// let options = ListenOptions::default().backlog(16);
+    /// let listener = TcpListener::bind_with("127.0.0.1:0".parse().unwrap(), options)?;
+    /// let addr = listener.local_addr()?;
+    /// assert!(addr.ip().is_loopback());
+    /// assert_ne!(addr.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind_with(addr: SocketAddr, options: ListenOptions) -> io::Result<TcpListener> {
         let fd = sys::socket(&addr, sys::SockType::Stream)?;
         sys::set_reuse_address(fd.as_fd(), options.reuse_address)?;
@@ -213,6 +279,21 @@ impl TcpListener {
     ///
     /// # Errors
     /// The resolver's error, or the last address's bind error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{ListenOptions, TcpListener};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind_host("localhost:0", ListenOptions::default()).await?;
+    /// let addr = listener.local_addr()?;
+    /// assert!(addr.ip().is_loopback());
+    /// assert_ne!(addr.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn bind_host(host: &str, options: ListenOptions) -> io::Result<TcpListener> {
         let mut last = None;
         for addr in resolve(host).await? {
@@ -244,6 +325,22 @@ impl TcpListener {
     /// - `ECONNABORTED` and Linux's pass-through network errors are retried, and returned
     ///   only after many in a row (edge case 55).
     /// - If the loop is closed or dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// let (server, peer) = listener.accept().await?;
+    /// assert_eq!(peer, client.local_addr()?);
+    /// assert_eq!(server.local_addr()?, client.peer_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (io, peer) = self.io.accept().await?;
         Ok((TcpStream { io }, peer))
@@ -253,6 +350,17 @@ impl TcpListener {
     ///
     /// # Errors
     /// The OS error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::TcpListener;
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let addr = listener.local_addr()?;
+    /// assert_eq!(addr.ip(), std::net::Ipv4Addr::LOCALHOST);
+    /// assert_ne!(addr.port(), 0); // the port the kernel chose
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.local_addr()
     }
@@ -261,12 +369,43 @@ impl TcpListener {
     ///
     /// # Errors
     /// As [`Async::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let addr = std_listener.local_addr()?;
+    /// let listener = TcpListener::from_std(std_listener)?;
+    /// assert_eq!(listener.local_addr()?, addr);
+    /// let client = TcpStream::connect(addr).await?;
+    /// assert_eq!(listener.accept().await?.1, client.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         TcpListener::from_fd(OwnedFd::from(listener))
     }
 
     /// Deregisters and gives the socket back as a std listener, still non-blocking (call
     /// `set_nonblocking(false)` for blocking use).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::TcpListener;
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let addr = listener.local_addr()?;
+    /// let std_listener = listener.into_std();
+    /// assert_eq!(std_listener.local_addr()?, addr);
+    /// // Still non-blocking: with no connection pending, accept does not wait.
+    /// let err = std_listener.accept().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_std(self) -> std::net::TcpListener {
         std::net::TcpListener::from(self.io.into_fd())
     }
@@ -330,6 +469,24 @@ impl TcpStream {
     /// # Errors
     /// `ConnectionRefused`, `TimedOut` (the kernel's own, after minutes), `NetworkUnreachable`,
     /// `AddrNotAvailable`; `EMFILE`; the loop closed or dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let addr = listener.local_addr()?;
+    /// let stream = TcpStream::connect(addr).await?;
+    /// assert_eq!(stream.peer_addr()?, addr);
+    /// drop(listener); // nobody listens there any more
+    /// let err = TcpStream::connect(addr).await.unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
         let fd = sys::socket(&addr, sys::SockType::Stream)?;
         let connected = sys::connect(fd.as_fd(), &addr)?;
@@ -347,6 +504,21 @@ impl TcpStream {
     ///
     /// # Errors
     /// The resolver's error, or the last address's connect error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let port = listener.local_addr()?.port();
+    /// let stream = TcpStream::connect_host(&format!("localhost:{port}")).await?;
+    /// assert_eq!(stream.peer_addr()?, listener.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn connect_host(host: &str) -> io::Result<TcpStream> {
         let mut last = None;
         for addr in resolve(host).await? {
@@ -367,6 +539,27 @@ impl TcpStream {
     ///
     /// # Errors
     /// `ConnectionReset` after a reset (edge case 54); the loop's error if it is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let mut buf = [0u8; 16];
+    /// assert_eq!(server.read(&mut []).await?, 0); // at once: an empty buffer, not EOF
+    /// client.write_all(b"hello").await?;
+    /// drop(client); // the data, then end of stream
+    /// let n = server.read(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"hello");
+    /// assert_eq!(server.read(&mut buf).await?, 0); // EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.read(buf).await
     }
@@ -376,6 +569,27 @@ impl TcpStream {
     /// # Errors
     /// `UnexpectedEof` if the stream ends first (the bytes read so far are in `buf` but their
     /// count is lost, as with std's `read_exact`); as [`read`](TcpStream::read).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.write_all(b"abc").await?;
+    /// client.shutdown(std::net::Shutdown::Write)?;
+    /// let mut buf = [0u8; 2];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ab");
+    /// let err = server.read_exact(&mut buf).await.unwrap_err(); // only "c" is left
+    /// assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
         self.io.read_exact(buf).await
     }
@@ -386,6 +600,26 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`read`](TcpStream::read).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.write_all(b"hello").await?;
+    /// let mut buf = [0u8; 5];
+    /// let n = server.peek(&mut buf).await?;
+    /// assert_eq!(&buf[..n], &b"hello"[..n]);
+    /// server.read_exact(&mut buf).await?; // the peeked bytes are still there
+    /// assert_eq!(&buf, b"hello");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.peek(buf).await
     }
@@ -397,6 +631,25 @@ impl TcpStream {
     /// # Errors
     /// `BrokenPipe` after our own `shutdown(Write)` or a closed peer, `ConnectionReset` after a
     /// reset; never SIGPIPE (edge case 53).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let n = client.write(b"hello").await?; // short only if the send buffer is nearly full
+    /// let mut buf = vec![0u8; n];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(buf, &b"hello"[..n]);
+    /// assert_eq!(client.write(b"").await?, 0); // an empty buffer: at once
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
         self.io.write(buf).await
     }
@@ -408,6 +661,26 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`write`](TcpStream::write); `WriteZero` if the kernel accepts nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let data = vec![7u8; 1 << 20]; // more than the send buffer holds
+    /// let writer = evloop::spawn(async move { client.write_all(&data).await });
+    /// let mut buf = vec![0u8; 1 << 20];
+    /// server.read_exact(&mut buf).await?;
+    /// assert!(buf.iter().all(|&b| b == 7));
+    /// writer.await.unwrap()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         self.io.write_all(buf).await
     }
@@ -423,6 +696,24 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`read`](TcpStream::read).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.write_all(b"hi").await?;
+    /// let mut buf = [0u8; 8];
+    /// let n = std::future::poll_fn(|cx| server.poll_read(cx, &mut buf)).await?;
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         self.io.poll_read(cx, buf)
     }
@@ -433,6 +724,25 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`write`](TcpStream::write).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let n = std::future::poll_fn(|cx| client.poll_write(cx, b"hi")).await?;
+    /// assert_eq!(n, 2);
+    /// let mut buf = [0u8; 2];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.io.poll_write(cx, buf)
     }
@@ -443,6 +753,27 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`write`](TcpStream::write).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let bufs = [IoSlice::new(b""), IoSlice::new(b"ab"), IoSlice::new(b"cd")];
+    /// let n = std::future::poll_fn(|cx| client.poll_write_vectored(cx, &bufs)).await?;
+    /// assert_eq!(n, 2); // only the first non-empty slice
+    /// let mut buf = [0u8; 2];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ab");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_write_vectored(
         &self,
         cx: &mut Context<'_>,
@@ -456,6 +787,25 @@ impl TcpStream {
     ///
     /// # Errors
     /// None.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::Poll;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.write_all(b"sent").await?;
+    /// // Ready at the first poll: nothing is buffered in user space.
+    /// let first = std::future::poll_fn(|cx| Poll::Ready(client.poll_flush(cx))).await;
+    /// assert!(matches!(first, Poll::Ready(Ok(()))));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.io.poll_flush(cx)
     }
@@ -465,6 +815,24 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`shutdown`](TcpStream::shutdown).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::Poll;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let first = std::future::poll_fn(|cx| Poll::Ready(client.poll_shutdown(cx))).await;
+    /// assert!(matches!(first, Poll::Ready(Ok(())))); // ready at the first poll
+    /// assert_eq!(server.read(&mut [0u8; 8]).await?, 0); // the peer reads EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_shutdown(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.io.poll_shutdown(cx)
     }
@@ -472,6 +840,29 @@ impl TcpStream {
     /// Splits the stream into a read half and a write half, each owning an `Rc` of it, to
     /// move into two tasks; [`OwnedReadHalf::reunite`] joins them again. Dropping the write
     /// half shuts down the write direction (see [`OwnedWriteHalf`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let (read, write) = client.into_split();
+    /// write.write_all(b"ping").await?;
+    /// drop(write); // shuts down the write direction
+    /// let mut buf = [0u8; 4];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(server.read(&mut buf).await?, 0); // EOF after the data
+    /// server.write_all(b"pong").await?; // the read half still reads
+    /// read.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"pong");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_split(self) -> (OwnedReadHalf<TcpStream>, OwnedWriteHalf<TcpStream>) {
         super::halves::into_split(self)
     }
@@ -482,6 +873,29 @@ impl TcpStream {
     ///
     /// # Errors
     /// `NotConnected` when the socket is not connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::net::Shutdown;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.shutdown(Shutdown::Write)?;
+    /// let mut buf = [0u8; 2];
+    /// assert_eq!(server.read(&mut buf).await?, 0); // the peer reads EOF
+    /// let err = client.write(b"more").await.unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
+    /// server.write_all(b"ok").await?; // reading still works
+    /// client.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ok");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.shutdown(how)
     }
@@ -491,6 +905,24 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`Async::readable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.write_all(b"x").await?;
+    /// server.readable().await?; // a byte is there: the read below does not wait
+    /// let mut buf = [0u8; 1];
+    /// assert_eq!(server.read(&mut buf).await?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn readable(&self) -> io::Result<()> {
         self.io.readable().await
     }
@@ -499,6 +931,25 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`Async::readable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.writable().await?; // a fresh connection's send buffer is empty
+    /// assert_eq!(client.write(b"go").await?, 2);
+    /// let mut buf = [0u8; 2];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"go");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn writable(&self) -> io::Result<()> {
         self.io.writable().await
     }
@@ -507,6 +958,24 @@ impl TcpStream {
     ///
     /// # Errors
     /// The OS error of `setsockopt` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.set_nodelay(true)?;
+    /// assert!(client.nodelay()?);
+    /// client.set_nodelay(false)?;
+    /// assert!(!client.nodelay()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         sys::set_nodelay(self.io.as_fd(), on)
     }
@@ -515,6 +984,23 @@ impl TcpStream {
     ///
     /// # Errors
     /// The OS error of `getsockopt` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// assert!(!client.nodelay()?); // off unless set
+    /// client.set_nodelay(true)?;
+    /// assert!(client.nodelay()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn nodelay(&self) -> io::Result<bool> {
         sys::nodelay(self.io.as_fd())
     }
@@ -524,6 +1010,25 @@ impl TcpStream {
     ///
     /// # Errors
     /// The OS error of `setsockopt` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// client.set_linger(Some(Duration::ZERO))?;
+    /// drop(client); // sends a reset instead of closing gracefully
+    /// let err = server.read(&mut [0u8; 8]).await.unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_linger(&self, linger: Option<Duration>) -> io::Result<()> {
         sys::set_linger(self.io.as_fd(), linger)
     }
@@ -532,6 +1037,27 @@ impl TcpStream {
     ///
     /// # Errors
     /// The OS error of `getsockopt` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// assert!(server.take_error()?.is_none()); // nothing pending on a healthy connection
+    /// client.set_linger(Some(std::time::Duration::ZERO))?;
+    /// drop(client); // sends a reset: the server's socket records the error
+    /// server.readable().await?;
+    /// let err = server.take_error()?.expect("the reset is pending");
+    /// assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset);
+    /// assert!(server.take_error()?.is_none()); // taken, so cleared
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.io.take_error()
     }
@@ -540,6 +1066,23 @@ impl TcpStream {
     ///
     /// # Errors
     /// The OS error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let addr = client.local_addr()?;
+    /// assert!(addr.ip().is_loopback());
+    /// assert_eq!(server.peer_addr()?, addr); // the other end sees it as the peer
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.local_addr()
     }
@@ -548,6 +1091,23 @@ impl TcpStream {
     ///
     /// # Errors
     /// `NotConnected` when not connected (e.g. after a reset on some systems).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let addr = client.peer_addr()?;
+    /// assert_eq!(addr, listener.local_addr()?); // the listener's address
+    /// assert_eq!(server.peer_addr()?, client.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.io.peer_addr()
     }
@@ -556,6 +1116,25 @@ impl TcpStream {
     ///
     /// # Errors
     /// As [`Async::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let std_stream = std::net::TcpStream::connect(listener.local_addr()?)?;
+    /// let client = TcpStream::from_std(std_stream)?;
+    /// let (server, _) = listener.accept().await?;
+    /// client.write_all(b"hi").await?;
+    /// let mut buf = [0u8; 2];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         Ok(TcpStream {
             io: Socket::from_std(stream)?,
@@ -564,6 +1143,26 @@ impl TcpStream {
 
     /// Deregisters and gives the socket back as a std stream, still non-blocking (call
     /// `set_nonblocking(false)` for blocking use).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let std_stream = client.into_std();
+    /// assert_eq!(std_stream.peer_addr()?, server.local_addr()?);
+    /// // Still non-blocking: a read with nothing to read does not wait.
+    /// let err = (&std_stream).read(&mut [0u8; 8]).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_std(self) -> std::net::TcpStream {
         std::net::TcpStream::from(self.io.into_fd())
     }

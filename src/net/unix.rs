@@ -137,6 +137,27 @@ impl UnixListener {
     /// `InvalidInput` for a path too long for `sun_path` (nothing is created); `AddrInUse`
     /// when a live socket or a non-socket file is at the path; `NotFound`/`PermissionDenied`
     /// for the directory; `EMFILE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixListener;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.sock");
+    /// let live = UnixListener::bind(&path)?;
+    /// let err = UnixListener::bind(&path).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::AddrInUse); // a live server keeps its path
+    /// drop(live); // its socket file stays behind, stale
+    /// assert!(path.exists());
+    /// let listener = UnixListener::bind(&path)?; // removes the stale file and binds
+    /// assert_eq!(listener.local_addr()?.as_pathname(), Some(path.as_path()));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
         UnixListener::bind_addr(&UnixSocketAddr::from_pathname(path)?)
     }
@@ -145,6 +166,25 @@ impl UnixListener {
     ///
     /// # Errors
     /// `AddrInUse` when the name is taken; `InvalidInput` for a name over 107 bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixListener, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # #[cfg(target_os = "linux")]
+    /// # event_loop.run_until_complete(async {
+    /// let name = format!("evloop-doc-listener-{}", std::process::id());
+    /// let listener = UnixListener::bind_abstract(name.as_bytes())?;
+    /// let addr = listener.local_addr()?;
+    /// assert_eq!(addr.as_abstract_name(), Some(name.as_bytes()));
+    /// assert_eq!(addr.as_pathname(), None); // no file is made
+    /// let _client = UnixStream::connect_abstract(name.as_bytes()).await?;
+    /// assert!(listener.accept().await?.1.is_unnamed());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[cfg(any(target_os = "linux", target_os = "android"))]
     pub fn bind_abstract(name: &[u8]) -> io::Result<UnixListener> {
         UnixListener::bind_addr(&UnixSocketAddr::from_abstract_name(name)?)
@@ -154,6 +194,21 @@ impl UnixListener {
     ///
     /// # Errors
     /// As [`bind`](UnixListener::bind).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixListener, UnixSocketAddr};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let addr = UnixSocketAddr::from_pathname(dir.path().join("app.sock"))?;
+    /// let listener = UnixListener::bind_addr(&addr)?;
+    /// assert_eq!(listener.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind_addr(addr: &UnixSocketAddr) -> io::Result<UnixListener> {
         let fd = sys::unix_socket(SockType::Stream)?;
         bind_with_stale_check(fd.as_fd(), addr, SockType::Stream)?;
@@ -171,6 +226,27 @@ impl UnixListener {
     /// Out of fds (`EMFILE`...): returned, and the next call first waits
     /// [`ACCEPT_RETRY_DELAY`](super::ACCEPT_RETRY_DELAY) without watching the listener (edge case 56).
     /// `ECONNABORTED` is retried (edge case 55). The loop closed or dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixListener, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("app.sock");
+    /// let listener = UnixListener::bind(&path)?;
+    /// let client = UnixStream::connect(&path).await?;
+    /// let (server, peer) = listener.accept().await?;
+    /// assert!(peer.is_unnamed()); // the client did not bind its socket
+    /// client.write_all(b"hi").await?;
+    /// let mut buf = [0u8; 2];
+    /// server.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn accept(&self) -> io::Result<(UnixStream, UnixSocketAddr)> {
         let (io, peer) = self.io.accept().await?;
         Ok((UnixStream { io }, peer))
@@ -180,6 +256,21 @@ impl UnixListener {
     ///
     /// # Errors
     /// The OS error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixListener;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.sock");
+    /// let listener = UnixListener::bind(&path)?;
+    /// assert_eq!(listener.local_addr()?.as_pathname(), Some(path.as_path()));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
         self.io.local_addr()
     }
@@ -188,6 +279,24 @@ impl UnixListener {
     ///
     /// # Errors
     /// As [`Async::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixListener, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("app.sock");
+    /// let std_listener = std::os::unix::net::UnixListener::bind(&path)?;
+    /// let listener = UnixListener::from_std(std_listener)?;
+    /// let _client = UnixStream::connect(&path).await?;
+    /// let (_server, peer) = listener.accept().await?;
+    /// assert!(peer.is_unnamed());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         Ok(UnixListener {
             io: Listener::new(Socket::new(OwnedFd::from(listener))?),
@@ -195,6 +304,24 @@ impl UnixListener {
     }
 
     /// Deregisters and gives the socket back as a std listener, still non-blocking.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixListener;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("app.sock");
+    /// let std_listener = UnixListener::bind(&path)?.into_std();
+    /// assert_eq!(std_listener.local_addr()?.as_pathname(), Some(path.as_path()));
+    /// let err = std_listener.accept().unwrap_err(); // nobody is connecting
+    /// assert_eq!(err.kind(), ErrorKind::WouldBlock); // still non-blocking
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_std(self) -> std::os::unix::net::UnixListener {
         std::os::unix::net::UnixListener::from(self.io.into_fd())
     }
@@ -244,6 +371,28 @@ impl UnixStream {
     /// # Errors
     /// `InvalidInput` for a path too long (no socket is made); `NotFound` when nothing is at
     /// the path; `ConnectionRefused` when nobody listens there (a stale file); `EMFILE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::{UnixListener, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("app.sock");
+    /// let err = UnixStream::connect(&path).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound); // nothing at the path yet
+    /// drop(UnixListener::bind(&path)?); // leaves a stale socket file
+    /// let err = UnixStream::connect(&path).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+    /// let _listener = UnixListener::bind(&path)?;
+    /// let client = UnixStream::connect(&path).await?;
+    /// assert_eq!(client.peer_addr()?.as_pathname(), Some(path.as_path()));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
         UnixStream::connect_addr(&UnixSocketAddr::from_pathname(path)?).await
     }
@@ -252,6 +401,25 @@ impl UnixStream {
     ///
     /// # Errors
     /// `ConnectionRefused` when nobody listens on the name; as [`connect`](UnixStream::connect).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::{UnixListener, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # #[cfg(target_os = "linux")]
+    /// # event_loop.run_until_complete(async {
+    /// let name = format!("evloop-doc-connect-{}", std::process::id());
+    /// let err = UnixStream::connect_abstract(name.as_bytes()).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::ConnectionRefused); // nobody listens yet
+    /// let _listener = UnixListener::bind_abstract(name.as_bytes())?;
+    /// let client = UnixStream::connect_abstract(name.as_bytes()).await?;
+    /// assert_eq!(client.peer_addr()?.as_abstract_name(), Some(name.as_bytes()));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[cfg(any(target_os = "linux", target_os = "android"))]
     pub async fn connect_abstract(name: &[u8]) -> io::Result<UnixStream> {
         UnixStream::connect_addr(&UnixSocketAddr::from_abstract_name(name)?).await
@@ -261,6 +429,23 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`connect`](UnixStream::connect).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixListener, UnixSocketAddr, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let addr = UnixSocketAddr::from_pathname(dir.path().join("app.sock"))?;
+    /// let listener = UnixListener::bind_addr(&addr)?;
+    /// let client = UnixStream::connect_addr(&addr).await?;
+    /// assert_eq!(client.peer_addr()?, addr);
+    /// assert!(listener.accept().await?.1.is_unnamed());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn connect_addr(addr: &UnixSocketAddr) -> io::Result<UnixStream> {
         let fd = sys::unix_socket(SockType::Stream)?;
         let stream = UnixStream::from_fd(fd);
@@ -286,6 +471,23 @@ impl UnixStream {
     ///
     /// # Errors
     /// `EMFILE`/`ENFILE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// assert!(a.local_addr()?.is_unnamed() && b.peer_addr()?.is_unnamed());
+    /// b.write_all(b"pong").await?;
+    /// let mut buf = [0u8; 4];
+    /// a.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"pong");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
         let (a, b) = sys::unix_pair(SockType::Stream)?;
         Ok((UnixStream::from_fd(a), UnixStream::from_fd(b)))
@@ -297,6 +499,25 @@ impl UnixStream {
     ///
     /// # Errors
     /// `ConnectionReset`; the loop closed or dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// a.write_all(b"hello").await?;
+    /// drop(a);
+    /// let mut buf = [0u8; 16];
+    /// assert_eq!(b.read(&mut buf).await?, 5);
+    /// assert_eq!(&buf[..5], b"hello");
+    /// assert_eq!(b.read(&mut buf).await?, 0); // end of stream
+    /// assert_eq!(b.read(&mut []).await?, 0); // an empty buffer: at once
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.read(buf).await
     }
@@ -305,6 +526,26 @@ impl UnixStream {
     ///
     /// # Errors
     /// `UnexpectedEof` if the stream ends first; as [`read`](UnixStream::read).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// a.write_all(b"abc").await?;
+    /// drop(a);
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ab");
+    /// let err = b.read_exact(&mut buf).await.unwrap_err(); // only "c" is left
+    /// assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
         self.io.read_exact(buf).await
     }
@@ -315,6 +556,24 @@ impl UnixStream {
     /// # Errors
     /// `BrokenPipe` when the peer closed or after our `shutdown(Write)`; never SIGPIPE
     /// (edge case 53).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// assert_eq!(a.write(b"hi").await?, 2);
+    /// assert_eq!(a.write(b"").await?, 0);
+    /// drop(b);
+    /// let err = a.write(b"anyone?").await.unwrap_err(); // and no SIGPIPE
+    /// assert_eq!(err.kind(), ErrorKind::BrokenPipe);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
         self.io.write(buf).await
     }
@@ -324,6 +583,22 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`write`](UnixStream::write); `WriteZero` if the kernel accepts nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// a.write_all(b"hello, world").await?;
+    /// let mut buf = [0u8; 12];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hello, world");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         self.io.write_all(buf).await
     }
@@ -339,6 +614,24 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`read`](UnixStream::read).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// a.write_all(b"hi").await?;
+    /// let mut buf = [0u8; 8];
+    /// let n = poll_fn(|cx| b.poll_read(cx, &mut buf)).await?;
+    /// assert_eq!(&buf[..n], b"hi");
+    /// assert_eq!(poll_fn(|cx| b.poll_read(cx, &mut [])).await?, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         self.io.poll_read(cx, buf)
     }
@@ -349,6 +642,24 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`write`](UnixStream::write).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// assert_eq!(poll_fn(|cx| a.poll_write(cx, b"hi")).await?, 2);
+    /// assert_eq!(poll_fn(|cx| a.poll_write(cx, b"")).await?, 0);
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.io.poll_write(cx, buf)
     }
@@ -359,6 +670,26 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`write`](UnixStream::write).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use std::io::IoSlice;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let bufs = [IoSlice::new(b""), IoSlice::new(b"ab"), IoSlice::new(b"cd")];
+    /// let n = poll_fn(|cx| a.poll_write_vectored(cx, &bufs)).await?;
+    /// assert_eq!(n, 2); // "ab" only: the first non-empty slice
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"ab");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_write_vectored(
         &self,
         cx: &mut Context<'_>,
@@ -372,6 +703,26 @@ impl UnixStream {
     ///
     /// # Errors
     /// None.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// a.write_all(b"already in the kernel").await?;
+    /// poll_fn(|cx| {
+    ///     let flushed = a.poll_flush(cx);
+    ///     assert!(flushed.is_ready()); // never Pending
+    ///     flushed
+    /// })
+    /// .await?;
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.io.poll_flush(cx)
     }
@@ -381,6 +732,24 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`shutdown`](UnixStream::shutdown).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::poll_fn;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// a.write_all(b"bye").await?;
+    /// poll_fn(|cx| a.poll_shutdown(cx)).await?;
+    /// let mut buf = [0u8; 8];
+    /// assert_eq!(b.read(&mut buf).await?, 3);
+    /// assert_eq!(b.read(&mut buf).await?, 0); // EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_shutdown(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.io.poll_shutdown(cx)
     }
@@ -388,6 +757,25 @@ impl UnixStream {
     /// Splits the stream into a read half and a write half, each owning an `Rc` of it, to
     /// move into two tasks; [`OwnedReadHalf::reunite`] joins them again. Dropping the write
     /// half shuts down the write direction (see [`OwnedWriteHalf`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let (read_half, write_half) = a.into_split();
+    /// drop(write_half); // shuts down a's write direction
+    /// let mut buf = [0u8; 2];
+    /// assert_eq!(b.read(&mut buf).await?, 0); // b reads EOF
+    /// b.write_all(b"yo").await?; // the other direction still works
+    /// read_half.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"yo");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_split(self) -> (OwnedReadHalf<UnixStream>, OwnedWriteHalf<UnixStream>) {
         super::halves::into_split(self)
     }
@@ -396,6 +784,25 @@ impl UnixStream {
     ///
     /// # Errors
     /// `NotConnected`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use std::net::Shutdown;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// a.shutdown(Shutdown::Write)?;
+    /// let mut buf = [0u8; 4];
+    /// assert_eq!(b.read(&mut buf).await?, 0); // the peer reads EOF
+    /// let err = a.write(b"late").await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::BrokenPipe);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.shutdown(how)
     }
@@ -404,6 +811,22 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`Async::readable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// a.write_all(b"x").await?;
+    /// b.readable().await?;
+    /// let mut buf = [0u8; 1];
+    /// assert_eq!(b.read(&mut buf).await?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn readable(&self) -> io::Result<()> {
         self.io.readable().await
     }
@@ -412,6 +835,20 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`Async::readable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// a.writable().await?; // an empty send buffer: at once
+    /// assert_eq!(a.write(b"x").await?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn writable(&self) -> io::Result<()> {
         self.io.writable().await
     }
@@ -420,6 +857,19 @@ impl UnixStream {
     ///
     /// # Errors
     /// The OS error of `getsockopt` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// assert!(a.take_error()?.is_none()); // nothing pending
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.io.take_error()
     }
@@ -428,6 +878,24 @@ impl UnixStream {
     ///
     /// # Errors
     /// The OS error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixListener, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("app.sock");
+    /// let listener = UnixListener::bind(&path)?;
+    /// let client = UnixStream::connect(&path).await?;
+    /// assert!(client.local_addr()?.is_unnamed()); // never bound
+    /// let (server, _) = listener.accept().await?;
+    /// assert!(server.peer_addr()?.is_unnamed());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
         self.io.local_addr()
     }
@@ -436,6 +904,24 @@ impl UnixStream {
     ///
     /// # Errors
     /// `NotConnected`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixListener, UnixStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.sock");
+    /// let _listener = UnixListener::bind(&path)?;
+    /// let client = UnixStream::connect(&path).await?;
+    /// assert_eq!(client.peer_addr()?.as_pathname(), Some(path.as_path()));
+    /// let (a, _b) = UnixStream::pair()?;
+    /// assert!(a.peer_addr()?.is_unnamed());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn peer_addr(&self) -> io::Result<UnixSocketAddr> {
         self.io.peer_addr()
     }
@@ -444,6 +930,23 @@ impl UnixStream {
     ///
     /// # Errors
     /// As [`Async::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (x, y) = std::os::unix::net::UnixStream::pair()?;
+    /// let (a, b) = (UnixStream::from_std(x)?, UnixStream::from_std(y)?);
+    /// a.write_all(b"std").await?;
+    /// let mut buf = [0u8; 3];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"std");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
         Ok(UnixStream {
             io: Socket::from_std(stream)?,
@@ -451,6 +954,22 @@ impl UnixStream {
     }
 
     /// Deregisters and gives the socket back as a std stream, still non-blocking.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{ErrorKind, Read};
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixStream::pair()?;
+    /// let mut std_a = a.into_std();
+    /// let err = std_a.read(&mut [0u8; 1]).unwrap_err(); // nothing was sent
+    /// assert_eq!(err.kind(), ErrorKind::WouldBlock); // still non-blocking
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_std(self) -> std::os::unix::net::UnixStream {
         std::os::unix::net::UnixStream::from(self.io.into_fd())
     }
@@ -500,6 +1019,26 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// As [`UnixListener::bind`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("dgram.sock");
+    /// let server = UnixDatagram::bind(&path)?;
+    /// assert_eq!(server.local_addr()?.as_pathname(), Some(path.as_path()));
+    /// UnixDatagram::unbound()?.send_to(b"hi", &path).await?;
+    /// let mut buf = [0u8; 8];
+    /// let (n, from) = server.recv_from(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"hi");
+    /// assert!(from.is_unnamed()); // an unbound sender
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
         UnixDatagram::bind_addr(&UnixSocketAddr::from_pathname(path)?)
     }
@@ -508,6 +1047,26 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// `AddrInUse` when the name is taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # #[cfg(target_os = "linux")]
+    /// # event_loop.run_until_complete(async {
+    /// let id = std::process::id();
+    /// let (name_a, name_b) = (format!("evloop-doc-a-{id}"), format!("evloop-doc-b-{id}"));
+    /// let a = UnixDatagram::bind_abstract(name_a.as_bytes())?;
+    /// let b = UnixDatagram::bind_abstract(name_b.as_bytes())?;
+    /// a.send_to_addr(b"hi", &b.local_addr()?).await?;
+    /// let mut buf = [0u8; 8];
+    /// let (n, from) = b.recv_from(&mut buf).await?;
+    /// assert_eq!((&buf[..n], from.as_abstract_name()), (&b"hi"[..], Some(name_a.as_bytes())));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[cfg(any(target_os = "linux", target_os = "android"))]
     pub fn bind_abstract(name: &[u8]) -> io::Result<UnixDatagram> {
         UnixDatagram::bind_addr(&UnixSocketAddr::from_abstract_name(name)?)
@@ -517,6 +1076,21 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// As [`UnixListener::bind`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixDatagram, UnixSocketAddr};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let addr = UnixSocketAddr::from_pathname(dir.path().join("dgram.sock"))?;
+    /// let socket = UnixDatagram::bind_addr(&addr)?;
+    /// assert_eq!(socket.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind_addr(addr: &UnixSocketAddr) -> io::Result<UnixDatagram> {
         let fd = sys::unix_socket(SockType::Datagram)?;
         bind_with_stale_check(fd.as_fd(), addr, SockType::Datagram)?;
@@ -529,6 +1103,25 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// `EMFILE`/`ENFILE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("dgram.sock");
+    /// let server = UnixDatagram::bind(&path)?;
+    /// let client = UnixDatagram::unbound()?;
+    /// assert!(client.local_addr()?.is_unnamed());
+    /// assert_eq!(client.send_to(b"hi", &path).await?, 2);
+    /// let mut buf = [0u8; 8];
+    /// assert!(server.recv_from(&mut buf).await?.1.is_unnamed()); // cannot be answered
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn unbound() -> io::Result<UnixDatagram> {
         Ok(UnixDatagram::from_fd(sys::unix_socket(SockType::Datagram)?))
     }
@@ -537,6 +1130,25 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// `EMFILE`/`ENFILE`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixDatagram::pair()?;
+    /// assert!(a.peer_addr()?.is_unnamed());
+    /// b.send(b"one").await?;
+    /// b.send(b"two").await?;
+    /// let mut buf = [0u8; 8];
+    /// assert_eq!(a.recv(&mut buf).await?, 3); // boundaries are kept
+    /// let n = a.recv(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"two");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
         let (a, b) = sys::unix_pair(SockType::Datagram)?;
         Ok((UnixDatagram::from_fd(a), UnixDatagram::from_fd(b)))
@@ -548,6 +1160,27 @@ impl UnixDatagram {
     /// # Errors
     /// `InvalidInput` for a path too long; `NotFound`; `ConnectionRefused` when nothing is
     /// bound there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let (server_path, client_path) = (dir.path().join("s.sock"), dir.path().join("c.sock"));
+    /// let server = UnixDatagram::bind(&server_path)?;
+    /// let client = UnixDatagram::bind(&client_path)?;
+    /// client.connect(&server_path)?;
+    /// assert_eq!(client.peer_addr()?.as_pathname(), Some(server_path.as_path()));
+    /// client.send(b"hi").await?; // to the default peer
+    /// let mut buf = [0u8; 8];
+    /// let (n, from) = server.recv_from(&mut buf).await?;
+    /// assert_eq!((&buf[..n], from.as_pathname()), (&b"hi"[..], Some(client_path.as_path())));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn connect(&self, path: impl AsRef<Path>) -> io::Result<()> {
         self.connect_addr(&UnixSocketAddr::from_pathname(path)?)
     }
@@ -556,6 +1189,27 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// `ConnectionRefused` when nothing is bound to the name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # #[cfg(target_os = "linux")]
+    /// # event_loop.run_until_complete(async {
+    /// let name = format!("evloop-doc-dgram-{}", std::process::id());
+    /// let client = UnixDatagram::unbound()?;
+    /// let err = client.connect_abstract(name.as_bytes()).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::ConnectionRefused); // nothing is bound yet
+    /// let server = UnixDatagram::bind_abstract(name.as_bytes())?;
+    /// client.connect_abstract(name.as_bytes())?;
+    /// client.send(b"hi").await?;
+    /// assert_eq!(server.recv(&mut [0u8; 8]).await?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[cfg(any(target_os = "linux", target_os = "android"))]
     pub fn connect_abstract(&self, name: &[u8]) -> io::Result<()> {
         self.connect_addr(&UnixSocketAddr::from_abstract_name(name)?)
@@ -565,6 +1219,25 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// As [`connect`](UnixDatagram::connect).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixDatagram, UnixSocketAddr};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let addr = UnixSocketAddr::from_pathname(dir.path().join("dgram.sock"))?;
+    /// let server = UnixDatagram::bind_addr(&addr)?;
+    /// let client = UnixDatagram::unbound()?;
+    /// client.connect_addr(&addr)?;
+    /// assert_eq!(client.peer_addr()?, addr);
+    /// client.send(b"hi").await?;
+    /// assert_eq!(server.recv(&mut [0u8; 8]).await?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn connect_addr(&self, addr: &UnixSocketAddr) -> io::Result<()> {
         self.io.connect_datagram(addr)
     }
@@ -575,6 +1248,27 @@ impl UnixDatagram {
     /// # Errors
     /// `InvalidInput` for a path too long; `ConnectionRefused`/`NotFound` when nothing is
     /// bound there; `EMSGSIZE` for a datagram over the limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("dgram.sock");
+    /// let client = UnixDatagram::unbound()?;
+    /// let err = client.send_to(b"hi", &path).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound); // nothing is bound there yet
+    /// let server = UnixDatagram::bind(&path)?;
+    /// assert_eq!(client.send_to(b"hello", &path).await?, 5); // the whole datagram
+    /// assert_eq!(client.send_to(b"", &path).await?, 0); // an empty datagram
+    /// assert_eq!(server.recv(&mut [0u8; 8]).await?, 5);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
         self.send_to_addr(buf, &UnixSocketAddr::from_pathname(path)?)
             .await
@@ -585,6 +1279,28 @@ impl UnixDatagram {
     /// # Errors
     /// As [`send_to`](UnixDatagram::send_to); sending to an unnamed address fails (there is
     /// no way to reach it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::{UnixDatagram, UnixSocketAddr};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let (server_path, client_path) = (dir.path().join("s.sock"), dir.path().join("c.sock"));
+    /// let server = UnixDatagram::bind(&server_path)?;
+    /// let client = UnixDatagram::bind(&client_path)?;
+    /// client.send_to(b"ping", &server_path).await?;
+    /// let mut buf = [0u8; 8];
+    /// let (_, from) = server.recv_from(&mut buf).await?;
+    /// server.send_to_addr(b"pong", &from).await?; // answer the sender
+    /// let n = client.recv(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"pong");
+    /// assert!(server.send_to_addr(b"?", &UnixSocketAddr::unnamed()).await.is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn send_to_addr(&self, buf: &[u8], addr: &UnixSocketAddr) -> io::Result<usize> {
         self.io.send_to(buf, addr).await
     }
@@ -594,6 +1310,27 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// The loop closed or dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let (server_path, client_path) = (dir.path().join("s.sock"), dir.path().join("c.sock"));
+    /// let server = UnixDatagram::bind(&server_path)?;
+    /// let client = UnixDatagram::bind(&client_path)?;
+    /// client.send_to(b"hello world", &server_path).await?;
+    /// client.send_to(b"", &server_path).await?;
+    /// let mut buf = [0u8; 5];
+    /// let (n, from) = server.recv_from(&mut buf).await?;
+    /// assert_eq!((&buf[..n], from.as_pathname()), (&b"hello"[..], Some(client_path.as_path())));
+    /// assert_eq!(server.recv_from(&mut buf).await?.0, 0); // empty, not EOF
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, UnixSocketAddr)> {
         self.io.recv_from(buf).await
     }
@@ -603,6 +1340,27 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// As [`recv_from`](UnixDatagram::recv_from).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("dgram.sock");
+    /// let server = UnixDatagram::bind(&path)?;
+    /// let client = UnixDatagram::unbound()?;
+    /// client.send_to(b"hello world", &path).await?;
+    /// client.send_to(b"hi", &path).await?;
+    /// let mut buf = [0u8; 5];
+    /// let (n, _, truncated) = server.recv_from_full(&mut buf).await?;
+    /// assert_eq!((&buf[..n], truncated), (&b"hello"[..], true));
+    /// assert_eq!(server.recv_from_full(&mut buf).await?.2, false);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv_from_full(
         &self,
         buf: &mut [u8],
@@ -614,6 +1372,23 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// `NotConnected`; `ConnectionRefused` when the peer is gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixDatagram::pair()?;
+    /// assert_eq!(a.send(b"hello").await?, 5);
+    /// assert_eq!(b.recv(&mut [0u8; 8]).await?, 5);
+    /// let err = UnixDatagram::unbound()?.send(b"to whom?").await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotConnected);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
         self.io.send(buf).await
     }
@@ -622,6 +1397,24 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// The loop closed or dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixDatagram::pair()?;
+    /// a.send(b"hello world").await?;
+    /// a.send(b"").await?;
+    /// let mut buf = [0u8; 5];
+    /// assert_eq!(b.recv(&mut buf).await?, 5);
+    /// assert_eq!(&buf, b"hello"); // the rest of the datagram is lost
+    /// assert_eq!(b.recv(&mut buf).await?, 0); // an empty datagram
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.recv(buf).await
     }
@@ -630,6 +1423,23 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// As [`recv`](UnixDatagram::recv).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixDatagram::pair()?;
+    /// a.send(b"hello world").await?;
+    /// a.send(b"hi").await?;
+    /// let mut buf = [0u8; 5];
+    /// assert_eq!(b.recv_full(&mut buf).await?, (5, true)); // truncated
+    /// assert_eq!(b.recv_full(&mut buf).await?, (2, false));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv_full(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
         self.io.recv_full(buf).await
     }
@@ -638,6 +1448,23 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// `NotConnected` on some systems for an unconnected socket.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use std::net::Shutdown;
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixDatagram::pair()?;
+    /// a.shutdown(Shutdown::Write)?;
+    /// let err = a.send(b"late").await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::BrokenPipe);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.shutdown(how)
     }
@@ -646,6 +1473,22 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// The OS error of `getsockname` (rare).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("dgram.sock");
+    /// let bound = UnixDatagram::bind(&path)?;
+    /// assert_eq!(bound.local_addr()?.as_pathname(), Some(path.as_path()));
+    /// assert!(UnixDatagram::unbound()?.local_addr()?.is_unnamed());
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<UnixSocketAddr> {
         self.io.local_addr()
     }
@@ -654,6 +1497,26 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// `NotConnected` when not connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("dgram.sock");
+    /// let _server = UnixDatagram::bind(&path)?;
+    /// let client = UnixDatagram::unbound()?;
+    /// let err = client.peer_addr().unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotConnected);
+    /// client.connect(&path)?;
+    /// assert_eq!(client.peer_addr()?.as_pathname(), Some(path.as_path()));
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn peer_addr(&self) -> io::Result<UnixSocketAddr> {
         self.io.peer_addr()
     }
@@ -662,6 +1525,23 @@ impl UnixDatagram {
     ///
     /// # Errors
     /// As [`Async::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (x, y) = std::os::unix::net::UnixDatagram::pair()?;
+    /// let (a, b) = (UnixDatagram::from_std(x)?, UnixDatagram::from_std(y)?);
+    /// a.send(b"std").await?;
+    /// let mut buf = [0u8; 8];
+    /// let n = b.recv(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"std");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_std(socket: std::os::unix::net::UnixDatagram) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
             io: Socket::from_std(socket)?,
@@ -669,6 +1549,22 @@ impl UnixDatagram {
     }
 
     /// Deregisters and gives the socket back as a std socket, still non-blocking.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use evloop::net::UnixDatagram;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, _b) = UnixDatagram::pair()?;
+    /// let std_a = a.into_std();
+    /// let err = std_a.recv(&mut [0u8; 8]).unwrap_err(); // nothing was sent
+    /// assert_eq!(err.kind(), ErrorKind::WouldBlock); // still non-blocking
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn into_std(self) -> std::os::unix::net::UnixDatagram {
         std::os::unix::net::UnixDatagram::from(self.io.into_fd())
     }

@@ -479,6 +479,24 @@ pub async fn select<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Ou
 ///
 /// # Panics
 /// If `futures` is empty (there would be nothing to wait for).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let event_loop = evloop::EventLoop::new()?;
+/// let delays = [Duration::from_secs(3600), Duration::from_millis(1), Duration::from_secs(60)];
+/// let winner = event_loop.run_until_complete(evloop::race(delays.into_iter().enumerate().map(
+///     |(i, delay)| async move {
+///         evloop::sleep(delay).await; // the losers' sleeps are dropped, timers cancelled
+///         i
+///     },
+/// )))?;
+/// assert_eq!(winner, 1);
+/// let tie = event_loop.run_until_complete(evloop::race([7, 8].map(|n| async move { n })))?;
+/// assert_eq!(tie, 7); // both ready at once: the earlier in the list wins
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub async fn race<I>(futures: I) -> <I::Item as Future>::Output
 where
     I: IntoIterator,

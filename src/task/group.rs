@@ -102,6 +102,17 @@ impl<T: 'static, E: 'static> Default for TaskGroup<T, E> {
 
 impl<T: 'static, E: 'static> TaskGroup<T, E> {
     /// An empty group.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let group = evloop::TaskGroup::<u8, String>::new();
+    /// assert!(group.is_empty());
+    /// let values = event_loop.run_until_complete(group.join())?;
+    /// assert_eq!(values, Ok(vec![])); // nothing to wait for
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> Self {
         TaskGroup {
             shared: Rc::new(Shared {
@@ -117,6 +128,21 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     ///
     /// # Panics
     /// Outside a running loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let values = event_loop.run_until_complete(async {
+    ///     let group = evloop::TaskGroup::<_, ()>::new();
+    ///     for i in 1..=3 {
+    ///         group.spawn(async move { Ok(i * 10) });
+    ///     }
+    ///     group.join().await
+    /// })?;
+    /// assert_eq!(values, Ok(vec![10, 20, 30]));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     pub fn spawn<F>(&self, future: F)
     where
@@ -149,6 +175,25 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     }
 
     /// Cancels every member that has not finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::task::{GroupError, TaskGroup};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let outcome = event_loop.run_until_complete(async {
+    ///     let group = TaskGroup::<(), ()>::new();
+    ///     group.spawn(async {
+    ///         evloop::sleep(Duration::from_secs(3600)).await; // cancelled: join returns now
+    ///         Ok(())
+    ///     });
+    ///     group.cancel();
+    ///     group.join().await
+    /// })?;
+    /// assert_eq!(outcome, Err(GroupError::Cancelled));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn cancel(&self) {
         self.cancelled.set(true);
         for task in self.shared.tasks.borrow().iter() {
@@ -157,11 +202,41 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     }
 
     /// How many members were spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_until_complete(async {
+    ///     let group = evloop::TaskGroup::<u8, ()>::new();
+    ///     group.spawn(async { Ok(1) });
+    ///     group.spawn(async { Ok(2) });
+    ///     assert_eq!(group.len(), 2);
+    ///     evloop::yield_now().await; // both members finish meanwhile...
+    ///     assert_eq!(group.len(), 2); // ...and still count
+    ///     assert_eq!(group.join().await, Ok(vec![1, 2]));
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.shared.tasks.borrow().len()
     }
 
     /// Whether no member was spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_until_complete(async {
+    ///     let group = evloop::TaskGroup::<(), ()>::new();
+    ///     assert!(group.is_empty());
+    ///     group.spawn(async { Ok(()) });
+    ///     assert!(!group.is_empty());
+    ///     assert_eq!(group.join().await, Ok(vec![()]));
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -172,6 +247,41 @@ impl<T: 'static, E: 'static> TaskGroup<T, E> {
     /// # Errors
     /// The first member's failure, or [`GroupError::Cancelled`] after
     /// [`cancel`](TaskGroup::cancel).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let values = event_loop.run_until_complete(async {
+    ///     let group = evloop::TaskGroup::<u64, ()>::new();
+    ///     for ms in [3, 1, 2] {
+    ///         group.spawn(async move {
+    ///             evloop::sleep(Duration::from_millis(ms)).await;
+    ///             Ok(ms)
+    ///         });
+    ///     }
+    ///     group.join().await
+    /// })?;
+    /// assert_eq!(values, Ok(vec![3, 1, 2])); // spawn order, not finishing order
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    ///
+    /// A panic is a failure too; the sibling is cancelled, so `join` does not wait an hour:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::task::{GroupError, TaskGroup};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// let outcome = event_loop.run_until_complete(async {
+    ///     let group = TaskGroup::<(), ()>::new();
+    ///     group.spawn(async { Ok(evloop::sleep(Duration::from_secs(3600)).await) });
+    ///     group.spawn(async { panic!("out of cheese") });
+    ///     group.join().await
+    /// })?;
+    /// assert_eq!(outcome, Err(GroupError::Panicked("out of cheese".to_string())));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn join(self) -> Result<Vec<T>, GroupError<E>> {
         // The members stay in the shared list while we wait, so that a failure happening
         // meanwhile can still cancel them; each poll borrows the list only briefly.

@@ -62,22 +62,70 @@ fn lock() -> MutexGuard<'static, PoolState> {
 }
 
 /// The most threads the pool runs at once.
+///
+/// # Examples
+///
+/// ```
+/// let event_loop = evloop::EventLoop::new()?;
+/// let limit = evloop::task::max_threads();
+/// assert!(limit >= 8); // the default: 4 × the CPUs, at least 8
+/// let jobs = (0..3).map(|i| evloop::to_thread(move || i));
+/// event_loop.run_until_complete(evloop::join_all(jobs))?;
+/// assert!(evloop::task::pool_stats().threads <= limit);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn max_threads() -> usize {
     lock().max_threads
 }
 
 /// Sets the most threads the pool runs at once (at least 1). Running threads above the new
 /// limit finish their job, then exit when idle.
+///
+/// # Examples
+///
+/// ```
+/// use evloop::task::{max_threads, pool_stats, set_max_threads};
+/// let event_loop = evloop::EventLoop::new()?;
+/// let before = max_threads();
+/// set_max_threads(2);
+/// let jobs = (0..6).map(|i| evloop::to_thread(move || i * 2));
+/// let results = event_loop.run_until_complete(evloop::join_all(jobs));
+/// let threads = pool_stats().threads;
+/// set_max_threads(0);
+/// assert_eq!(max_threads(), 1); // at least 1
+/// set_max_threads(before); // the setting is process-wide: put it back
+/// assert!(threads <= 2);
+/// assert_eq!(results?.into_iter().map(Result::unwrap).collect::<Vec<_>>(), [0, 2, 4, 6, 8, 10]);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn set_max_threads(n: usize) {
     lock().max_threads = n.max(1);
 }
 
 /// How long an idle pool thread waits for work before exiting.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(evloop::task::idle_timeout(), Duration::from_secs(10)); // the default
+/// ```
 pub fn idle_timeout() -> Duration {
     lock().idle_timeout
 }
 
 /// Sets how long an idle pool thread waits for work before exiting.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use evloop::task::{idle_timeout, set_idle_timeout};
+/// let before = idle_timeout();
+/// set_idle_timeout(Duration::from_millis(500));
+/// assert_eq!(idle_timeout(), Duration::from_millis(500));
+/// set_idle_timeout(before); // the setting is process-wide: put it back
+/// ```
 pub fn set_idle_timeout(timeout: Duration) {
     lock().idle_timeout = timeout;
 }
@@ -97,6 +145,18 @@ pub struct PoolStats {
 }
 
 /// What the pool is doing now.
+///
+/// # Examples
+///
+/// ```
+/// let event_loop = evloop::EventLoop::new()?;
+/// assert_eq!(event_loop.run_until_complete(evloop::to_thread(|| 1))?, Ok(1));
+/// let stats = evloop::task::pool_stats();
+/// assert!(stats.spawned_total >= 1); // the first job started a thread
+/// assert!(stats.idle <= stats.threads);
+/// assert_eq!(stats.queued, 0); // nothing left waiting
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn pool_stats() -> PoolStats {
     let s = lock();
     PoolStats {

@@ -46,6 +46,19 @@ pub fn sleep(delay: Duration) -> Sleep {
 
 /// Waits until `deadline` on the loop's clock (at once if it has passed, but never
 /// synchronously: the task yields to the loop once).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let event_loop = evloop::EventLoop::new()?;
+/// let deadline = event_loop.time() + Duration::from_millis(5);
+/// event_loop.run_until_complete(evloop::sleep_until(deadline))?;
+/// assert!(event_loop.time() >= deadline);
+/// // A deadline in the past: done after one trip through the loop.
+/// event_loop.run_until_complete(evloop::sleep_until(deadline))?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
@@ -55,11 +68,36 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 impl Sleep {
     /// When the sleep ends.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let deadline = Instant::now() + Duration::from_secs(1);
+    /// let sleep = evloop::sleep_until(deadline);
+    /// assert_eq!(sleep.deadline(), deadline);
+    /// ```
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
 
     /// Moves the deadline (the timer is re-armed on the next poll).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_until_complete(async {
+    ///     let mut sleep = evloop::sleep(Duration::from_secs(3600));
+    ///     assert!(evloop::timeout(Duration::ZERO, &mut sleep).await.is_err()); // now armed
+    ///     let sooner = Instant::now() + Duration::from_millis(1);
+    ///     sleep.reset(sooner);
+    ///     assert_eq!(sleep.deadline(), sooner);
+    ///     sleep.await; // ends at the new deadline, not in an hour
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn reset(&mut self, deadline: Instant) {
         if let Some((_, timer)) = self.armed.take() {
             timer.cancel();
@@ -177,6 +215,23 @@ pub async fn timeout<F: Future>(delay: Duration, future: F) -> Result<F::Output,
 
 /// Yields to the loop once (asyncio's `sleep(0)`): the task is re-queued behind everything
 /// already ready, and runs again on the next iteration, after I/O has been polled.
+///
+/// # Examples
+///
+/// ```
+/// use std::{cell::RefCell, rc::Rc};
+/// let event_loop = evloop::EventLoop::new()?;
+/// let log = Rc::new(RefCell::new(Vec::new()));
+/// let other_log = log.clone();
+/// event_loop.run_until_complete(async {
+///     let other = evloop::spawn(async move { other_log.borrow_mut().push("other") });
+///     evloop::yield_now().await; // the spawned task, ready first, runs meanwhile
+///     log.borrow_mut().push("me");
+///     other.await.unwrap();
+/// })?;
+/// assert_eq!(*log.borrow(), ["other", "me"]);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub async fn yield_now() {
     let mut yielded = false;
     std::future::poll_fn(|cx| {
@@ -218,6 +273,7 @@ pub enum MissedTick {
 /// let event_loop = evloop::EventLoop::new()?;
 /// event_loop.run_until_complete(async {
 ///     let mut every = evloop::task::interval(Duration::from_millis(2));
+///     every.set_missed_tick(evloop::task::MissedTick::Burst); // the grid even if the loop lags
 ///     let first = every.tick().await;
 ///     let second = every.tick().await;
 ///     assert_eq!(second - first, Duration::from_millis(2)); // on the grid
@@ -248,6 +304,24 @@ pub struct Interval {
 impl Interval {
     /// Waits for the next tick and returns the instant it was scheduled for (never later
     /// than now, never before it is due).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use evloop::task::MissedTick;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_until_complete(async {
+    ///     let mut every = evloop::interval(Duration::from_millis(1));
+    ///     every.set_missed_tick(MissedTick::Burst); // keeps the grid even if the loop lags
+    ///     let first = every.tick().await;
+    ///     every.tick().await;
+    ///     let third = every.tick().await;
+    ///     assert_eq!(third - first, Duration::from_millis(2));
+    ///     assert!(third <= Instant::now());
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn tick(&mut self) -> Instant {
         std::future::poll_fn(|cx| self.poll_tick(cx)).await
     }
@@ -264,6 +338,7 @@ impl Interval {
     /// let event_loop = evloop::EventLoop::new()?;
     /// event_loop.run_until_complete(async {
     ///     let mut every = evloop::task::interval(Duration::from_millis(2));
+    ///     every.set_missed_tick(evloop::task::MissedTick::Burst); // the grid even if late
     ///     let first = std::future::poll_fn(|cx| every.poll_tick(cx)).await;
     ///     let second = every.tick().await; // the same grid, by either method
     ///     assert_eq!(second - first, Duration::from_millis(2));
@@ -343,11 +418,40 @@ impl Interval {
     }
 
     /// Chooses what to do about missed ticks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use evloop::task::MissedTick;
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.run_until_complete(async {
+    ///     let period = Duration::from_millis(1);
+    ///     let (mut burst, mut skip) = (evloop::interval(period), evloop::interval(period));
+    ///     burst.set_missed_tick(MissedTick::Burst); // `skip` keeps the default, Skip
+    ///     std::thread::sleep(period * 5); // blocks the loop: both fall behind
+    ///     let (b0, b1) = (burst.tick().await, burst.tick().await);
+    ///     assert_eq!(b1 - b0, period); // the missed ticks, back to back
+    ///     let (s0, s1) = (skip.tick().await, skip.tick().await);
+    ///     assert!(s1 - s0 > period * 5); // straight to the next tick of the grid
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn set_missed_tick(&mut self, policy: MissedTick) {
         self.missed = policy;
     }
 
     /// The period.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let every = evloop::interval(Duration::from_millis(250));
+    /// assert_eq!(every.period(), Duration::from_millis(250));
+    /// let huge = evloop::interval(Duration::MAX);
+    /// assert_eq!(huge.period(), evloop::MAX_DELAY); // clamped
+    /// ```
     pub fn period(&self) -> Duration {
         self.period
     }
