@@ -34,7 +34,7 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     pub(crate) fn take() -> Snapshot {
         Snapshot {
-            fds: open_fds(),
+            fds: settled_open_fds(),
             rss_kib: rss_kib(),
             cpu: evloop::sys::floor::process_cpu_time(),
         }
@@ -98,3 +98,33 @@ pub(crate) fn env_parse<T: std::str::FromStr>(name: &str) -> T {
 
 /// Headroom kept free under `RLIMIT_NOFILE` for the loop, the harness and the child's pipes.
 pub(crate) const FD_HEADROOM: u64 = 200;
+
+/// The process's open fds. Under libkqueue (kqueue on Linux, `docs/08-kqueue.md`) a closed
+/// kqueue's internal fds are released later by a background thread, and the first kqueue of
+/// the process keeps two for good: there libkqueue is warmed up once and the count is read
+/// when it has stopped moving (300 ms unchanged, 3 s at most), so before/after counts compare
+/// the same thing. Elsewhere it is a plain count.
+pub(crate) fn settled_open_fds() -> usize {
+    #[cfg(all(evloop_kqueue, target_os = "linux"))]
+    {
+        use std::time::Instant;
+        static WARM: std::sync::Once = std::sync::Once::new();
+        WARM.call_once(|| drop(evloop::EventLoop::with_backend(evloop::Backend::Kqueue)));
+        let start = Instant::now();
+        let mut last = open_fds();
+        let mut stable_since = Instant::now();
+        while start.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = open_fds();
+            if now != last {
+                last = now;
+                stable_since = Instant::now();
+            } else if stable_since.elapsed() >= Duration::from_millis(300) {
+                break;
+            }
+        }
+        last
+    }
+    #[cfg(not(all(evloop_kqueue, target_os = "linux")))]
+    open_fds()
+}
