@@ -379,6 +379,49 @@ per_backend! {
         assert!(polls.get() <= 23, "{} server steps for 20 round trips", polls.get());
     }
 
+    fn a_read_served_by_its_wake_keeps_the_reader_registered(backend: Backend) {
+        // The server's read is woken, retries its `recv` at once and completes, without
+        // polling its readiness wait again. Ending that wait must not remove the reader as if
+        // the last waiter had left before readiness came (edge case 65): the next read would
+        // add it back in the same iteration, one `EPOLL_CTL_ADD` probe (answered `EEXIST`)
+        // per message that `interest_changes` does not count.
+        let _g = shared();
+        let lp = new_loop(backend);
+        let seen = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let s = seen.clone();
+        lp.run_until_complete(async move {
+            let (client, server) = connected_pair().await?;
+            let echo = evloop::spawn(async move {
+                let mut buf = [0u8; 64];
+                loop {
+                    let n = server.read(&mut buf).await?;
+                    if n == 0 {
+                        return Ok::<(), io::Error>(());
+                    }
+                    // The client waits in `read_exact`, so two fds have a reader now.
+                    s.borrow_mut().push(evloop::current().stats().fds);
+                    server.write_all(&buf[..n]).await?;
+                }
+            });
+            for i in 0..30u8 {
+                client.write_all(&[i; 64]).await?;
+                let mut back = [0u8; 64];
+                client.read_exact(&mut back).await?;
+                assert_eq!(back, [i; 64]);
+            }
+            client.shutdown(Shutdown::Write)?;
+            echo.await.unwrap()
+        })
+        .unwrap()
+        .unwrap();
+        let seen = seen.borrow();
+        assert_eq!(seen.len(), 30);
+        assert!(
+            seen[1..].iter().all(|&fds| fds == 2),
+            "fds with a reader right after each served read: {seen:?}"
+        );
+    }
+
     fn steady_state_reads_make_no_interest_changes(backend: Backend) {
         let _g = shared();
         let lp = new_loop(backend);

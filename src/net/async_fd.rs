@@ -971,14 +971,22 @@ impl Drop for Readiness<'_> {
             return;
         };
         let dir = self.state.direction(self.side);
-        let now_empty = {
+        let left_empty = {
             let mut waiters = dir.waiters.borrow_mut();
-            if let Some(pos) = waiters.iter().position(|w| w.id == id) {
-                waiters.swap_remove(pos);
+            match waiters.iter().position(|w| w.id == id) {
+                Some(pos) => {
+                    waiters.swap_remove(pos);
+                    waiters.is_empty()
+                }
+                // The callback took our entry: readiness came and we were served, only not
+                // told yet (an operation retried before this future was polled again, as
+                // `poll_op` does). Keep the registration: the next wait of this task in the
+                // same iteration would re-add it at once, and if nobody waits the reader
+                // removes itself at its next report.
+                None => false,
             }
-            waiters.is_empty()
         };
-        if now_empty && !dir.slot_waiting() {
+        if left_empty && !dir.slot_waiting() {
             // The last waiter left before readiness came (edge case 65): nobody should be
             // woken for this fd any more, so the interest goes now (unless a poll-based
             // caller waits in the slot).
