@@ -8,12 +8,11 @@ mod common;
 
 use std::future::poll_fn;
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use common::*;
-use evloop::net::{TcpListener, TcpStream};
+use evloop::net::TcpStream;
 
 /// Stand-in for the `futures-io` crate: the traits' exact shapes.
 mod futures_io {
@@ -298,17 +297,6 @@ async fn collect<S: futures_core::Stream + Unpin>(mut s: S, max: usize) -> Vec<S
         }
     }
     out
-}
-
-fn any_port() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-async fn connected_pair() -> io::Result<(TcpStream, TcpStream)> {
-    let listener = TcpListener::bind(any_port())?;
-    let client = TcpStream::connect(listener.local_addr()?).await?;
-    let (server, _) = listener.accept().await?;
-    Ok((client, server))
 }
 
 per_backend! {

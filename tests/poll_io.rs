@@ -9,31 +9,14 @@ mod common;
 use std::future::Future;
 use std::io;
 use std::io::IoSlice;
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use common::*;
-use evloop::net::{TcpListener, TcpStream, UnixStream};
-
-fn any_port() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// A connected pair (client, server) on loopback.
-async fn connected_pair() -> io::Result<(TcpStream, TcpStream)> {
-    let listener = TcpListener::bind(any_port())?;
-    let client = TcpStream::connect(listener.local_addr()?).await?;
-    let (server, _) = listener.accept().await?;
-    Ok((client, server))
-}
-
-/// The byte at position `i` of a test stream: order errors change it.
-fn pattern(i: usize) -> u8 {
-    ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
-}
+use evloop::net::{TcpStream, UnixStream};
 
 /// A hand-written future over `poll_read`: one read.
 struct PollRead<'a> {

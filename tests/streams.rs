@@ -8,7 +8,6 @@ mod common;
 
 use std::cell::RefCell;
 use std::io;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -26,15 +25,6 @@ static MANY_FDS: Mutex<()> = Mutex::new(());
 
 fn many_fds() -> MutexGuard<'static, ()> {
     MANY_FDS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn any_port() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// The byte at position `i` of the test stream: order errors change it.
-fn pattern(i: usize) -> u8 {
-    ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
 }
 
 /// A client split into streams, and the raw accepted server socket.

@@ -9,7 +9,7 @@ mod common;
 
 use std::future::Future;
 use std::io;
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -26,25 +26,6 @@ fn shared() -> RwLockReadGuard<'static, ()> {
 
 fn exclusive() -> RwLockWriteGuard<'static, ()> {
     FDS.write().unwrap_or_else(|e| e.into_inner())
-}
-
-fn any_port() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// The byte at position `i` of the test stream: order errors change the checksum.
-fn pattern(i: usize) -> u8 {
-    ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
-}
-
-/// A connected pair (client, server) on loopback.
-async fn connected_pair() -> io::Result<(TcpStream, TcpStream)> {
-    let listener = TcpListener::bind(any_port())?;
-    let client = TcpStream::connect(listener.local_addr()?).await?;
-    let (server, peer) = listener.accept().await?;
-    assert_eq!(peer, client.local_addr()?);
-    assert_eq!(server.peer_addr()?, client.local_addr()?);
-    Ok((client, server))
 }
 
 per_backend! {

@@ -13,10 +13,6 @@ use std::time::Duration;
 use common::*;
 use evloop::net::UdpSocket;
 
-fn any_port() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
 /// A 127.0.0.1 port with nothing bound to it: bind a socket, note its port, close it.
 fn dead_port() -> SocketAddr {
     let s = std::net::UdpSocket::bind(any_port()).unwrap();

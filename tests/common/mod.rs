@@ -11,6 +11,8 @@ use std::time::Duration;
 pub use evloop::{Backend, EventLoop};
 pub mod docs_util;
 pub mod fuzz_model;
+pub mod net;
+pub use net::{any_port, connected_pair, pattern};
 
 /// Writes each test once, as `fn name(backend: Backend)`, and expands it into one `#[test]`
 /// per backend, in modules named after the backend: `poll::name`, `select_strict::name`...
