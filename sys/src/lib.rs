@@ -32,7 +32,8 @@
 //!
 //! ## The `internals` feature: benchmark floors and test aids; not part of the stable API
 //!
-//! Off by default. It adds, all `#[doc(hidden)]`: the module `floor` (the scaling
+//! Off by default. It adds, all `#[doc(hidden)]`: the module `alloc_count` (a counting global allocator for
+//! the allocation tests), the module `floor` (the scaling
 //! benchmark's workload written directly on `epoll_wait`, `poll` and `select`, and the CPU
 //! clock and pinning the micro-benchmarks use) and the test aids: `fd::is_cloexec`,
 //! `fd::dup_at_least`, `fd::raise_nofile_limit`, `fd::fork`, `fd::wait_child`, `fd::set_nofile_soft_limit` (also at
@@ -81,6 +82,9 @@ macro_rules! internal_pub {
 }
 pub(crate) use internal_pub;
 
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod alloc_count;
 pub mod cvt;
 pub mod fd;
 #[cfg(feature = "internals")]
