@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use evloop_sys::{new_selector, Backend};
 
+use crate::reactor::cells::Cells;
 use crate::reactor::diagnostics::{self, Diagnostic, DiagnosticKind};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
@@ -87,6 +88,8 @@ type DiagnosticsHandler = dyn Fn(&Diagnostic);
 /// The loop's state, shared by every clone of an [`EventLoop`].
 pub(crate) struct Inner {
     pub(crate) ready: RefCell<VecDeque<Ready>>,
+    /// The callback cells of `call_soon` and the timers: one slab per closure type.
+    pub(crate) cells: Cells,
     pub(crate) timers: RefCell<Timers>,
     /// `None` once closed.
     pub(crate) registry: RefCell<Option<Registry>>,
@@ -220,6 +223,7 @@ impl EventLoop {
         let event_loop = EventLoop {
             inner: Rc::new(Inner {
                 ready: RefCell::new(VecDeque::new()),
+                cells: Cells::default(),
                 timers: RefCell::new(Timers::new()),
                 registry: RefCell::new(Some(registry)),
                 remote: Shared::new(waker),

@@ -1,23 +1,11 @@
-//! [`Handle`] and [`TimerHandle`]: what `call_soon`, `call_later` and `call_at` return, and
-//! the callback cells behind them.
+//! [`Handle`] and [`TimerHandle`]: what `call_soon`, `call_later` and `call_at` return.
 //!
 //! Layer: reactor (`src/`), below `event_loop.rs`. asyncio's `events.Handle` and
-//! `TimerHandle`; libuv's `uv_timer_t`. Read `ready.rs` next, where these cells are queued.
+//! `TimerHandle`; libuv's `uv_timer_t`. Read `cells.rs` before it and `ready.rs` after it.
 //!
-//! A scheduled callback lives in one heap allocation, an `Rc<Once<F>>` seen as
-//! `Rc<dyn Callback>`: the closure itself, a state byte, and the source location of the call
-//! that scheduled it (`#[track_caller]`), which `Debug` and debug mode print. The ready deque,
-//! the timer heap and the user's handle all share that one allocation.
-//!
-//! State machine of a cell (invariant: a cell runs at most once):
-//!
-//! ```text
-//!   Scheduled (in the timer heap) --expire--> Queued (in the ready deque) --run--> Done
-//!        |                                      |
-//!        +---------------cancel()---------------+------> Cancelled (closure dropped)
-//! ```
-//!
-//! `call_soon` cells start `Queued`. `cancel()` on `Done` or `Cancelled` is a no-op.
+//! Both hold a callback cell (`cells.rs`), shared with the ready deque or the timer heap:
+//! cancelling is a state change in the cell, seen by whoever holds it, and a handle answers
+//! `is_done()` for as long as it exists.
 
 use std::cell::Cell;
 use std::fmt;
@@ -25,89 +13,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::reactor::EventLoop;
-
-/// Where a cell is in its life; see the module docs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    Scheduled,
-    Queued,
-    Done,
-    Cancelled,
-}
-
-/// A callback cell as the loop sees it, whatever closure type is inside.
-pub(crate) trait Callback {
-    /// Runs the closure if it is still pending (marks it `Done` first, so a `cancel` from
-    /// inside the callback is a no-op); returns whether it ran. Calls user code.
-    fn run(&self, event_loop: &EventLoop) -> bool;
-    /// Cancels a pending cell and drops its closure; returns whether it was pending.
-    fn cancel(&self) -> bool;
-    fn state(&self) -> State;
-    fn set_state(&self, state: State);
-    fn location(&self) -> &'static Location<'static>;
-}
-
-/// The one cell type: a closure run at most once.
-pub(crate) struct Once<F> {
-    state: Cell<State>,
-    location: &'static Location<'static>,
-    callback: Cell<Option<F>>,
-}
-
-impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
-    pub(crate) fn new_rc(
-        callback: F,
-        state: State,
-        location: &'static Location<'static>,
-    ) -> Rc<dyn Callback> {
-        Rc::new(Once {
-            state: Cell::new(state),
-            location,
-            callback: Cell::new(Some(callback)),
-        })
-    }
-}
-
-impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
-    #[inline]
-    fn run(&self, event_loop: &EventLoop) -> bool {
-        if self.state.get() != State::Queued {
-            return false; // cancelled while queued
-        }
-        self.state.set(State::Done);
-        if let Some(callback) = self.callback.take() {
-            // Calls user code: it may schedule, cancel (a no-op on this cell now), or panic.
-            callback(event_loop);
-        }
-        true
-    }
-
-    fn cancel(&self) -> bool {
-        match self.state.get() {
-            State::Scheduled | State::Queued => {
-                self.state.set(State::Cancelled);
-                // Drop the closure now, releasing what it captured (asyncio sets
-                // `_callback = None`). Its destructor is user code, but holds no borrow of ours.
-                drop(self.callback.take());
-                true
-            }
-            State::Done | State::Cancelled => false,
-        }
-    }
-
-    fn state(&self) -> State {
-        self.state.get()
-    }
-
-    fn set_state(&self, state: State) {
-        self.state.set(state);
-    }
-
-    fn location(&self) -> &'static Location<'static> {
-        self.location
-    }
-}
+use crate::reactor::cells::{Callback, State};
 
 /// Counters the timer queue shares with every [`TimerHandle`], so that `cancel()` can tell
 /// the queue how many dead entries it holds (for compaction) without a reference to the loop.

@@ -30,12 +30,20 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
-use crate::reactor::event_loop::{bump, closed_error};
+use crate::reactor::event_loop::{bump, closed_error, StatsCells};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::RemoteItem;
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
+
+/// What step 3 found besides the events.
+struct Waited {
+    /// The clock reading right after a wait that could block.
+    woke_at: Option<Instant>,
+    /// No wait was made, and another thread had posted: step 4 takes the remote queue.
+    posted: bool,
+}
 
 /// What every step of one iteration needs to know about it: its number, and whether trace
 /// mode narrates it (read once per iteration).
@@ -55,10 +63,10 @@ impl EventLoop {
         let registry = guard.as_mut().ok_or_else(|| closed_error("run"))?;
         self.flush_interest(registry, pass);
         let timeout = self.choose_timeout(pass, nowait);
-        let woke_at = self.wait(registry, pass, timeout)?;
-        self.dispatch_io(registry, pass);
+        let waited = self.wait(registry, pass, timeout)?;
+        self.dispatch_io(registry, pass, waited.posted);
         drop(guard);
-        self.expire_timers(pass, woke_at);
+        self.expire_timers(pass, waited.woke_at);
         self.run_ready(pass);
         Ok(())
     }
@@ -115,14 +123,34 @@ impl EventLoop {
     /// Step 3: wait in the selector. Returns the clock reading taken right after a wait
     /// that could block (step 5 reuses it); a zero-timeout poll costs no clock read at all
     /// (two would cost as much as the poll itself).
+    ///
+    /// A wait that may not block, on a loop that watches no fd, is not made at all: it could
+    /// only report the waker, and whether another thread posted is a flag the loop can read
+    /// without a syscall (`docs/03-one-iteration.md`, "A poll with nothing to poll").
     #[inline]
     fn wait(
         &self,
         registry: &mut Registry,
         pass: Pass,
         timeout: Option<Duration>,
-    ) -> io::Result<Option<Instant>> {
+    ) -> io::Result<Waited> {
         let inner = &*self.inner;
+        if timeout == Some(Duration::ZERO) && registry.watches_nothing() {
+            registry.skip_select();
+            let posted = inner.remote.lock().pending;
+            if pass.trace {
+                inner.emit(trace::wait(
+                    pass.iteration,
+                    inner.backend,
+                    &[],
+                    Duration::ZERO,
+                ));
+            }
+            return Ok(Waited {
+                woke_at: None,
+                posted,
+            });
+        }
         let before = (timeout != Some(Duration::ZERO)).then(Instant::now);
         registry.select(timeout)?;
         let after = before.map(|_| Instant::now());
@@ -138,17 +166,20 @@ impl EventLoop {
             };
             inner.emit(trace::wait(pass.iteration, inner.backend, &events, blocked));
         }
-        Ok(after)
+        Ok(Waited {
+            woke_at: after,
+            posted: false,
+        })
     }
 
-    /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired, move the
-    /// cross-thread queue in.
+    /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired (or, with
+    /// no wait made, another thread posted), move the cross-thread queue in.
     #[inline]
-    fn dispatch_io(&self, registry: &mut Registry, pass: Pass) {
+    fn dispatch_io(&self, registry: &mut Registry, pass: Pass, posted: bool) {
         let inner = &*self.inner;
         let dispatched = registry.dispatch(&mut inner.ready.borrow_mut());
         bump(&inner.stats.events, dispatched.events as u64);
-        let moved = dispatched.woken.then(|| self.take_remote());
+        let moved = (dispatched.woken || posted).then(|| self.take_remote());
         if pass.trace {
             inner.emit(trace::dispatch(pass.iteration, dispatched.queued, moved));
         }
@@ -184,7 +215,13 @@ impl EventLoop {
         let inner = &*self.inner;
         let n = inner.ready.borrow().len();
         let debug = inner.debug.get();
-        let (mut ran, mut skipped) = (0u64, 0u64);
+        // Counted in registers, added to the statistics when the step ends, or when a
+        // callback's panic unwinds through it (so the counters stay exact either way).
+        let mut tally = Tally {
+            stats: &inner.stats,
+            ran: 0,
+            skipped: 0,
+        };
         for _ in 0..n {
             let Some(entry) = inner.ready.borrow_mut().pop_front() else {
                 break;
@@ -195,17 +232,14 @@ impl EventLoop {
                 // Calls user code; no borrow is held.
                 entry.run(self)
             };
-            // Counted one by one: a callback's panic leaves the counters exact.
             if ok {
-                ran += 1;
-                bump(&inner.stats.callbacks_run, 1);
+                tally.ran += 1;
             } else {
-                skipped += 1;
-                bump(&inner.stats.cancelled_skipped, 1);
+                tally.skipped += 1;
             }
         }
         if pass.trace {
-            inner.emit(trace::ran(pass.iteration, ran, skipped));
+            inner.emit(trace::ran(pass.iteration, tally.ran, tally.skipped));
         }
     }
 
@@ -264,5 +298,19 @@ impl EventLoop {
             }
         }
         n
+    }
+}
+
+/// Step 6's counts of entries run and skipped, added to the loop's statistics on drop.
+struct Tally<'a> {
+    stats: &'a StatsCells,
+    ran: u64,
+    skipped: u64,
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        bump(&self.stats.callbacks_run, self.ran);
+        bump(&self.stats.cancelled_skipped, self.skipped);
     }
 }

@@ -14,7 +14,8 @@
 //!  registry.rs     fd -> (reader, writer), batched interest; the only caller of the selector
 //!  remote.rs       call_soon_threadsafe: a mutexed queue and the waker
 //!  runnable.rs     what a task is to the reactor: a keyed, wakeable entry in a slab
-//!  handle.rs       Handle, TimerHandle: the callback cells behind them
+//!  cells.rs        the callback cells: one slab per closure type, counted references
+//!  handle.rs       Handle, TimerHandle: references to a cell
 //!  diagnostics.rs  the sink every report goes through; trace.rs: trace mode's narration
 //!  weak.rs         WeakEventLoop
 //! ```
@@ -24,6 +25,7 @@
 //! them through the selector (`evloop-sys`) and runs what is ready.
 
 mod builder;
+mod cells;
 mod close;
 pub mod diagnostics;
 mod event_loop;

@@ -6,8 +6,8 @@
 //! Four kinds of entry share one `VecDeque`, so their relative order is exactly the order in
 //! which they became ready:
 //!
-//! - [`Ready::Callback`]: a `call_soon` cell, or a timer cell that expired (an `Rc`, already
-//!   allocated when it was scheduled: queuing a fired timer allocates nothing);
+//! - [`Ready::Callback`]: a `call_soon` cell, or a timer cell that expired (an `Rc`, filled
+//!   when it was scheduled, recycled once it ran: `cells.rs`);
 //! - [`Ready::Io`]: a reader or writer whose fd the selector reported. The watcher is
 //!   persistent (level-triggered, like asyncio's reader handles), so queuing it is a
 //!   reference-count increment, not an allocation: no allocation per I/O event;
@@ -24,7 +24,7 @@ use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::reactor::handle::Callback;
+use crate::reactor::cells::Callback;
 use crate::reactor::runnable::Runnable;
 use crate::reactor::EventLoop;
 
@@ -94,7 +94,8 @@ impl Ready {
     pub(crate) fn run(self, event_loop: &EventLoop) -> bool {
         match self {
             // Calls user code (one virtual call: the cell checks its own state).
-            Ready::Callback(cell) => cell.run(event_loop),
+            // Runs it, then back to its pool unless a handle still holds it (`cells.rs`).
+            Ready::Callback(cell) => cell.run_once(event_loop),
             Ready::Io(watcher) => {
                 if watcher.cancelled.get() {
                     return false;

@@ -281,6 +281,17 @@ impl Registry {
         changes
     }
 
+    /// Whether no fd is registered with the kernel once step 1 has run: a wait could then
+    /// only report the waker.
+    pub(crate) fn watches_nothing(&self) -> bool {
+        self.slots.is_empty() && self.dirty.is_empty()
+    }
+
+    /// Step 3 without the syscall, when it could report nothing: no events.
+    pub(crate) fn skip_select(&mut self) {
+        self.events.clear();
+    }
+
     /// Step 3: waits in the selector.
     #[inline]
     pub(crate) fn select(&mut self, timeout: Option<Duration>) -> io::Result<()> {

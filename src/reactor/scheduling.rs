@@ -16,8 +16,9 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::reactor::cells::State;
 use crate::reactor::event_loop::{closed_error, forked_error, MAX_DELAY};
-use crate::reactor::handle::{Handle, Once, State, TimerHandle};
+use crate::reactor::handle::{Handle, TimerHandle};
 use crate::reactor::ready::{IoWatcher, Ready};
 use crate::reactor::registry::Side;
 use crate::reactor::EventLoop;
@@ -52,7 +53,10 @@ impl EventLoop {
     #[track_caller]
     pub fn call_soon(&self, callback: impl FnOnce(&EventLoop) + 'static) -> Handle {
         self.assert_open("call_soon");
-        let cell = Once::new_rc(callback, State::Queued, Location::caller());
+        let cell = self
+            .inner
+            .cells
+            .insert(callback, State::Queued, Location::caller());
         self.inner
             .ready
             .borrow_mut()
@@ -132,7 +136,10 @@ impl EventLoop {
         location: &'static Location<'static>,
     ) -> TimerHandle {
         self.assert_open("call_later/call_at");
-        let cell = Once::new_rc(callback, State::Scheduled, location);
+        let cell = self
+            .inner
+            .cells
+            .insert(callback, State::Scheduled, location);
         let mut timers = self.inner.timers.borrow_mut();
         timers.push(when, cell.clone());
         TimerHandle {

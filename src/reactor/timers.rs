@@ -21,7 +21,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::reactor::handle::{Callback, State, TimerCounters};
+use crate::reactor::cells::{Callback, State};
+use crate::reactor::handle::TimerCounters;
 use crate::reactor::ready::Ready;
 
 /// Below this many entries the heap is never compacted (asyncio uses 100).
@@ -106,9 +107,17 @@ impl QuadHeap {
         }
     }
 
-    /// Keeps the entries for which `keep` holds, then restores the heap order (O(n)).
-    fn retain(&mut self, keep: impl FnMut(&Entry) -> bool) {
-        self.v.retain(keep);
+    /// Takes out the entries for which `keep` fails, handing each to `removed`, then restores
+    /// the heap order (O(n)).
+    fn retain(&mut self, keep: impl Fn(&Entry) -> bool, mut removed: impl FnMut(Entry)) {
+        let mut i = 0;
+        while i < self.v.len() {
+            if keep(&self.v[i]) {
+                i += 1;
+            } else {
+                removed(self.v.swap_remove(i));
+            }
+        }
         for i in (0..self.v.len().div_ceil(4)).rev() {
             self.sift_down(i);
         }
@@ -168,7 +177,9 @@ impl Timers {
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
         while let Some(top) = self.heap.peek() {
             if top.cell.state() == State::Cancelled {
-                self.heap.pop();
+                if let Some(entry) = self.heap.pop() {
+                    entry.cell.recycle();
+                }
                 self.forget_cancelled(1);
             } else {
                 return Some(self.decode((top.key >> 64) as u64));
@@ -190,6 +201,7 @@ impl Timers {
             let Some(entry) = self.heap.pop() else { break };
             if entry.cell.state() == State::Cancelled {
                 self.forget_cancelled(1);
+                entry.cell.recycle();
                 continue;
             }
             entry.cell.set_state(State::Queued);
@@ -239,7 +251,9 @@ impl Timers {
     fn maybe_compact(&mut self) {
         let cancelled = self.counters.cancelled_in_heap.get();
         if self.heap.len() > COMPACT_MIN && cancelled * 2 > self.heap.len() {
-            self.heap.retain(|e| e.cell.state() != State::Cancelled);
+            // The cancelled cells go back to their pools (`cells.rs`) unless a handle holds them.
+            self.heap
+                .retain(|e| e.cell.state() != State::Cancelled, |e| e.cell.recycle());
             self.counters.cancelled_in_heap.set(0);
             self.compactions += 1;
         }
@@ -255,14 +269,15 @@ impl Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reactor::handle::{Once, TimerHandle};
+    use crate::reactor::cells::Cells;
+    use crate::reactor::handle::TimerHandle;
     use std::cell::RefCell;
     use std::panic::Location;
     use std::time::Duration;
 
     fn cell(log: &Rc<RefCell<Vec<u32>>>, id: u32) -> Rc<dyn Callback> {
         let log = log.clone();
-        Once::new_rc(
+        Cells::default().insert(
             move |_| log.borrow_mut().push(id),
             State::Scheduled,
             Location::caller(),

@@ -1,0 +1,358 @@
+//! Callback cells: where the closure given to `call_soon`, `call_later` or `call_at` lives
+//! until it runs, and how its memory is reused.
+//!
+//! Layer: reactor, below `handle.rs`, `ready.rs` and `timers.rs`. asyncio allocates a
+//! `Handle` object per call; libev and libuv let the user own each watcher's memory (an
+//! `ev_timer` inside a struct of the user's). evloop allocates a cell per callback, then
+//! **recycles it**: a cell that ran and that nobody else holds goes back to a pool of its own
+//! closure type, and the next `call_soon` of that type reuses it. So a loop in steady state
+//! schedules and runs callbacks without touching the allocator, even for closures that
+//! capture data (`docs/16-performance.md` has the figures).
+//!
+//! ```text
+//!  call_soon(f) --> Cells::insert --> a pooled Once<F> (or a new one) <-- Handle (Rc)
+//!                   (TypeId of F -> Pool<F>)        |
+//!                                                   v  Rc in the ready deque / timer heap
+//!  run_ready -----> cell.run(loop) ---> cell.recycle(): nobody else holds it -> Pool<F>
+//! ```
+//!
+//! - **One cell, one allocation, shared.** A cell is an `Rc<Once<F>>`, seen by the loop as
+//!   `Rc<dyn Callback>`: the closure itself (inline, no second box), a state byte and the
+//!   source location of the call that scheduled it (`#[track_caller]`), which `Debug` and debug
+//!   mode print. The ready deque, the timer heap and the user's handle share it.
+//! - **Why a pool per type.** The closure's size is known only to its own type, so a cell of
+//!   one closure type cannot hold another's. Each closure type (each call site, in practice)
+//!   has its pool, found by its `TypeId`; the last type used is one comparison away. A pool
+//!   keeps at most [`POOL_MAX`] cells, so memory stays within the live cells plus that much per
+//!   closure type.
+//! - **Handles keep their cell.** A cell is recycled only when the loop holds the last
+//!   reference, so a `Handle` the user kept answers `is_done()` for as long as it exists; its
+//!   cell is then freed with it, as any `Rc`.
+//!
+//! State machine of a cell (it runs at most once per use):
+//!
+//! ```text
+//!   Scheduled (in the timer heap) --expire--> Queued (in the ready deque) --run--> Done
+//!        |                                      |
+//!        +---------------cancel()---------------+------> Cancelled (closure dropped)
+//! ```
+//!
+//! `call_soon` cells start `Queued`. `cancel()` on `Done` or `Cancelled` is a no-op.
+
+use std::any::{Any, TypeId};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::Location;
+use std::rc::Rc;
+
+use crate::reactor::EventLoop;
+
+/// Where a cell is in its life; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Scheduled,
+    Queued,
+    Done,
+    Cancelled,
+}
+
+/// The most cells a pool keeps for reuse; beyond that, a finished cell is freed.
+pub(crate) const POOL_MAX: usize = 4096;
+
+/// A callback cell as the loop sees it, whatever closure type is inside.
+pub(crate) trait Callback {
+    /// Runs the closure if it is still pending (marks it `Done` first, so a `cancel` from
+    /// inside the callback is a no-op); returns whether it ran. Calls user code.
+    fn run(&self, event_loop: &EventLoop) -> bool;
+    /// Cancels a pending cell and drops its closure; returns whether it was pending.
+    fn cancel(&self) -> bool;
+    fn state(&self) -> State;
+    fn set_state(&self, state: State);
+    fn location(&self) -> &'static Location<'static>;
+    /// Called by the loop as it lets go of a cell that ran or was skipped: if nobody else
+    /// holds it, it goes back to its type's pool; otherwise it is simply dropped.
+    fn recycle(self: Rc<Self>);
+    /// [`run`](Callback::run), then [`recycle`](Callback::recycle): the ready deque's one
+    /// call per callback. Calls user code.
+    fn run_once(self: Rc<Self>, event_loop: &EventLoop) -> bool;
+}
+
+/// What the loop needs of a pool whatever its closure type.
+trait AnyPool {
+    /// Frees the pooled cells (they hold their pool: the loop breaks that cycle on drop).
+    fn clear(&self);
+}
+
+/// The finished cells of one closure type, ready for reuse.
+struct Pool<F> {
+    free: RefCell<Vec<Rc<Once<F>>>>,
+}
+
+impl<F: 'static> AnyPool for Pool<F> {
+    fn clear(&self) {
+        let cells = std::mem::take(&mut *self.free.borrow_mut());
+        drop(cells); // pooled cells hold no closure: no user code runs
+    }
+}
+
+/// The one cell type: a closure run at most once per use.
+pub(crate) struct Once<F> {
+    state: Cell<State>,
+    location: Cell<&'static Location<'static>>,
+    callback: Cell<Option<F>>,
+    /// Where to go back to when finished. A pooled cell and its pool hold each other; the
+    /// loop empties its pools when it is dropped (`Cells`'s `Drop`), which ends the cycle.
+    pool: Rc<Pool<F>>,
+}
+
+impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
+    /// A pooled cell, filled again.
+    #[inline]
+    fn refill(
+        cell: Rc<Once<F>>,
+        callback: F,
+        state: State,
+        location: &'static Location<'static>,
+    ) -> Rc<dyn Callback> {
+        cell.state.set(state);
+        cell.location.set(location);
+        // A pooled cell's closure was taken when it ran or was cancelled: the `None` replaced
+        // here drops nothing.
+        cell.callback.set(Some(callback));
+        cell
+    }
+
+    /// Back to the pool if nobody else can see the cell: a `Handle` still held keeps its
+    /// cell, and a pending cell (never the case here) would lose its closure.
+    #[inline(always)]
+    fn put_back(cell: Rc<Once<F>>) {
+        if Rc::strong_count(&cell) != 1
+            || matches!(cell.state.get(), State::Scheduled | State::Queued)
+        {
+            return;
+        }
+        let pool = &cell.pool;
+        let mut free = pool.free.borrow_mut();
+        if free.len() < POOL_MAX {
+            free.push(cell.clone());
+        }
+    }
+}
+
+impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
+    #[inline]
+    fn run(&self, event_loop: &EventLoop) -> bool {
+        if self.state.get() != State::Queued {
+            return false; // cancelled while queued
+        }
+        self.state.set(State::Done);
+        if let Some(callback) = self.callback.take() {
+            // Calls user code: it may schedule, cancel (a no-op on this cell now), or panic.
+            callback(event_loop);
+        }
+        true
+    }
+
+    fn cancel(&self) -> bool {
+        match self.state.get() {
+            State::Scheduled | State::Queued => {
+                self.state.set(State::Cancelled);
+                // Drop the closure now, releasing what it captured (asyncio sets
+                // `_callback = None`). Its destructor is user code, but holds no borrow of ours.
+                drop(self.callback.take());
+                true
+            }
+            State::Done | State::Cancelled => false,
+        }
+    }
+
+    fn state(&self) -> State {
+        self.state.get()
+    }
+
+    fn set_state(&self, state: State) {
+        self.state.set(state);
+    }
+
+    fn location(&self) -> &'static Location<'static> {
+        self.location.get()
+    }
+
+    fn recycle(self: Rc<Self>) {
+        Once::put_back(self);
+    }
+
+    fn run_once(self: Rc<Self>, event_loop: &EventLoop) -> bool {
+        let ran = self.run(event_loop);
+        Once::put_back(self);
+        ran
+    }
+}
+
+/// Hashes a `TypeId`, which is already a hash: keeps the bits it is given.
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+/// One loop's pools, by closure type.
+#[derive(Default)]
+pub(crate) struct Cells {
+    /// The pool used last: a loop usually schedules the same closure type many times in a row.
+    last: RefCell<Option<(TypeId, Rc<dyn Any>)>>,
+    /// Every pool, by closure type (typed access through `Any`).
+    by_type: RefCell<HashMap<TypeId, Rc<dyn Any>, BuildHasherDefault<TypeIdHasher>>>,
+    /// The same pools again, to empty them on drop.
+    all: RefCell<Vec<Rc<dyn AnyPool>>>,
+}
+
+impl Cells {
+    /// A cell holding `callback`, in `state`: a pooled one of its type if there is one, else a
+    /// new allocation.
+    #[inline]
+    pub(crate) fn insert<F: FnOnce(&EventLoop) + 'static>(
+        &self,
+        callback: F,
+        state: State,
+        location: &'static Location<'static>,
+    ) -> Rc<dyn Callback> {
+        let id = TypeId::of::<F>();
+        let reused = match &*self.last.borrow() {
+            Some((last, pool)) if *last == id => pool
+                .downcast_ref::<Pool<F>>()
+                .and_then(|pool| pool.free.borrow_mut().pop()),
+            _ => None,
+        };
+        match reused {
+            Some(cell) => Once::refill(cell, callback, state, location),
+            None => self.insert_slow(callback, state, location),
+        }
+    }
+
+    /// Another closure type than last time, or an empty pool: find the pool by type.
+    #[inline(never)]
+    fn insert_slow<F: FnOnce(&EventLoop) + 'static>(
+        &self,
+        callback: F,
+        state: State,
+        location: &'static Location<'static>,
+    ) -> Rc<dyn Callback> {
+        let pool = self.pool::<F>();
+        let reused = pool.free.borrow_mut().pop();
+        match reused {
+            Some(cell) => Once::refill(cell, callback, state, location),
+            None => Rc::new(Once {
+                state: Cell::new(state),
+                location: Cell::new(location),
+                callback: Cell::new(Some(callback)),
+                pool,
+            }),
+        }
+    }
+
+    /// The pool of closure type `F`, made on first use; it becomes the `last` one.
+    fn pool<F: FnOnce(&EventLoop) + 'static>(&self) -> Rc<Pool<F>> {
+        let id = TypeId::of::<F>();
+        let any = self
+            .by_type
+            .borrow_mut()
+            .entry(id)
+            .or_insert_with(|| {
+                let pool = Rc::new(Pool::<F> {
+                    free: RefCell::new(Vec::new()),
+                });
+                self.all.borrow_mut().push(pool.clone());
+                pool
+            })
+            .clone();
+        *self.last.borrow_mut() = Some((id, any.clone()));
+        any.downcast::<Pool<F>>()
+            .unwrap_or_else(|_| unreachable!("a pool is filed under its own closure type"))
+    }
+
+    #[cfg(test)]
+    fn pooled<F: FnOnce(&EventLoop) + 'static>(&self, _: &F) -> usize {
+        self.pool::<F>().free.borrow().len()
+    }
+}
+
+impl Drop for Cells {
+    fn drop(&mut self) {
+        // Pooled cells hold their pool; emptying the pools ends those cycles.
+        for pool in self.all.get_mut().drain(..) {
+            pool.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn here() -> &'static Location<'static> {
+        Location::caller()
+    }
+
+    #[test]
+    fn a_finished_cell_nobody_holds_is_reused() {
+        let cells = Cells::default();
+        let f = |_: &EventLoop| ();
+        let cell = cells.insert(f, State::Queued, here());
+        assert!(cell.cancel());
+        let addr = Rc::as_ptr(&cell) as *const u8;
+        cell.recycle();
+        assert_eq!(cells.pooled(&f), 1);
+        let again = cells.insert(f, State::Queued, here());
+        assert_eq!(Rc::as_ptr(&again) as *const u8, addr, "the same memory");
+        assert_eq!(again.state(), State::Queued);
+        assert_eq!(cells.pooled(&f), 0);
+        // Another closure type has a pool of its own.
+        let g = |_: &EventLoop| ();
+        assert_eq!(cells.pooled(&g), 0);
+    }
+
+    #[test]
+    fn a_cell_a_handle_still_holds_is_not_reused() {
+        let cells = Cells::default();
+        let f = |_: &EventLoop| ();
+        let cell = cells.insert(f, State::Queued, here());
+        let handle = cell.clone();
+        assert!(cell.cancel());
+        cell.recycle();
+        assert_eq!(cells.pooled(&f), 0);
+        assert_eq!(
+            handle.state(),
+            State::Cancelled,
+            "the handle's answer survives"
+        );
+    }
+
+    #[test]
+    fn a_pending_cell_is_never_pooled_and_pools_are_bounded() {
+        let cells = Cells::default();
+        let f = |_: &EventLoop| ();
+        cells.insert(f, State::Scheduled, here()).recycle();
+        assert_eq!(cells.pooled(&f), 0);
+        let many: Vec<_> = (0..POOL_MAX + 10)
+            .map(|_| cells.insert(f, State::Queued, here()))
+            .collect();
+        for cell in many {
+            cell.cancel();
+            cell.recycle();
+        }
+        assert_eq!(cells.pooled(&f), POOL_MAX);
+    }
+}
