@@ -130,9 +130,8 @@ impl Inner {
                 cell.cancel();
             });
         }
-        // A destructor above may have cancelled a timer not yet released: nothing is in the
-        // heap any more, so nothing is counted as cancelled in it.
-        self.timers.borrow().counters.cancelled_in_heap.set(0);
+        // A destructor above may have cancelled a timer not yet released: its slot is gone
+        // with the emptied table, so nothing is counted as cancelled in the heap.
         let registry = self.registry.borrow_mut().take();
         if let Some(mut registry) = registry {
             let watchers = registry.take_watchers();

@@ -734,7 +734,7 @@ impl EventLoop {
             callbacks_run: s.callbacks_run.get(),
             cancelled_skipped: s.cancelled_skipped.get(),
             timers_fired: s.timers_fired.get(),
-            timers_cancelled: timers.counters.cancelled_total.get(),
+            timers_cancelled: timers.cancelled_total(),
             wakeups: s.wakeups.get(),
             time_blocked: s.time_blocked.get(),
             interest_changes: registry.as_ref().map_or(0, |r| r.interest_changes),

@@ -7,7 +7,7 @@
 //! cancelling is a state change in the cell, seen by whoever holds it, and a handle answers
 //! `is_done()` for as long as it exists.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
@@ -15,14 +15,53 @@ use std::time::Instant;
 
 use crate::reactor::cells::{Callback, State};
 
-/// Counters the timer queue shares with every [`TimerHandle`], so that `cancel()` can tell
-/// the queue how many dead entries it holds (for compaction) without a reference to the loop.
-#[derive(Debug, Default)]
-pub(crate) struct TimerCounters {
-    /// Cancelled entries still in the heap.
-    pub(crate) cancelled_in_heap: Cell<usize>,
+/// What the timer heap shares with every [`TimerHandle`]: the table of its slots (the heap's
+/// entries name a slot; the slot holds the cell), so `cancel()` can mark the heap's entry
+/// cancelled without a reference to the loop, and the heap can skip it without touching the
+/// cell (`timers.rs`).
+#[derive(Default)]
+pub(crate) struct TimerSlots {
+    pub(crate) table: RefCell<SlotTable>,
     /// Timers cancelled before they fired, ever.
     pub(crate) cancelled_total: Cell<u64>,
+}
+
+/// The slots of the timer heap; see [`TimerSlots`].
+#[derive(Default)]
+pub(crate) struct SlotTable {
+    pub(crate) slots: Vec<TimerSlot>,
+    /// Slots free for reuse.
+    pub(crate) free: Vec<u32>,
+    /// Cancelled entries still in the heap.
+    pub(crate) cancelled_in_heap: usize,
+}
+
+/// One scheduled timer, as the heap holds it.
+pub(crate) struct TimerSlot {
+    /// `None` while the slot is free.
+    pub(crate) cell: Option<Rc<dyn Callback>>,
+    /// Set by `TimerHandle::cancel`: the heap drops the entry when it reaches it.
+    pub(crate) cancelled: bool,
+}
+
+impl TimerSlots {
+    /// Marks `slot` cancelled if it still holds `cell` (it may have fired already).
+    fn mark_cancelled(&self, slot: u32, cell: &Rc<dyn Callback>) {
+        let mut table = self.table.borrow_mut();
+        let table = &mut *table;
+        if let Some(entry) = table.slots.get_mut(slot as usize) {
+            let same = entry.cell.as_ref().is_some_and(|c| same_cell(c, cell));
+            if same && !entry.cancelled {
+                entry.cancelled = true;
+                table.cancelled_in_heap += 1;
+            }
+        }
+    }
+}
+
+/// Whether two references name the same cell (the data pointer; the vtable is not compared).
+fn same_cell(a: &Rc<dyn Callback>, b: &Rc<dyn Callback>) -> bool {
+    std::ptr::addr_eq(Rc::as_ptr(a), Rc::as_ptr(b))
 }
 
 /// A callback scheduled with [`EventLoop::call_soon`]: cancel it before it runs.
@@ -143,13 +182,16 @@ impl fmt::Debug for Handle {
 pub struct TimerHandle {
     pub(crate) cell: Rc<dyn Callback>,
     pub(crate) when: Instant,
-    pub(crate) counters: Rc<TimerCounters>,
+    pub(crate) slots: Rc<TimerSlots>,
+    /// The heap's slot for this timer, while it is scheduled.
+    pub(crate) slot: u32,
 }
 
 impl TimerHandle {
     /// Cancels the timer if it has not run yet, and drops the closure at once. Idempotent; a
-    /// no-op once it ran. A cancelled timer left in the heap is counted, and the heap is
-    /// compacted when such entries dominate, so memory stays bounded by the live timers.
+    /// no-op once it ran. O(1): the heap's entry is marked, and dropped when it reaches the top
+    /// or when cancelled entries make up a quarter of the heap, so memory stays bounded by
+    /// the live timers.
     ///
     /// # Examples
     ///
@@ -165,11 +207,12 @@ impl TimerHandle {
     /// ```
     pub fn cancel(&self) {
         let was = self.cell.state();
+        // Drops the closure (user code) before any borrow is taken.
         if self.cell.cancel() {
-            let c = &self.counters;
-            c.cancelled_total.set(c.cancelled_total.get() + 1);
+            let slots = &self.slots;
+            slots.cancelled_total.set(slots.cancelled_total.get() + 1);
             if was == State::Scheduled {
-                c.cancelled_in_heap.set(c.cancelled_in_heap.get() + 1);
+                slots.mark_cancelled(self.slot, &self.cell);
             }
         }
     }

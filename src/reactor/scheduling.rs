@@ -140,13 +140,7 @@ impl EventLoop {
             .inner
             .cells
             .insert(callback, State::Scheduled, location);
-        let mut timers = self.inner.timers.borrow_mut();
-        timers.push(when, cell.clone());
-        TimerHandle {
-            cell,
-            when,
-            counters: timers.counters.clone(),
-        }
+        self.inner.timers.borrow_mut().push(when, cell)
     }
 
     /// Calls `callback` every time `fd` is readable, until [`remove_reader`](EventLoop::remove_reader).

@@ -1,19 +1,32 @@
-//! The timer queue: a 4-ary heap keyed by `(deadline, sequence number)`.
+//! The timer queue: a 4-ary heap of 16-byte entries keyed by `(deadline, sequence number)`,
+//! naming slots of a table that holds the cells.
 //!
 //! Layer: reactor, owned by `event_loop.rs`. asyncio's `_scheduled` (a `heapq`), libuv's timer
 //! heap, libev's 4-heap. Read `registry.rs` next.
 //!
+//! ```text
+//!  heap (Vec<Entry>, 16 bytes each)       slot table (shared with every TimerHandle)
+//!  [deadline | seq, slot] --------------> slots[slot] = { cell: Rc<dyn Callback>, cancelled }
+//! ```
+//!
 //! - **Order.** The heap pops the earliest deadline; ties go to the timer scheduled first,
 //!   because every push takes the next sequence number (a heap alone is not stable;
-//!   edge case 36). asyncio leaves equal deadlines unordered; we promise FIFO.
-//! - **Cancel is lazy.** `TimerHandle::cancel` only marks the cell; the entry stays in the heap
-//!   until it reaches the top, where [`Timers::next_deadline`] and [`Timers::expire`] discard
-//!   it (so a cancelled near timer does not cause a useless wake-up; edge case 38). When
-//!   cancelled entries exceed half the heap (and the heap holds more than
-//!   [`COMPACT_MIN`]), the heap is rebuilt without them, so memory stays within a constant
-//!   factor of the live timers. The simpler alternative, an indexed heap with O(log n)
-//!   removal, costs a back-pointer update on every sift; lazy cancel costs nothing until
-//!   compaction, which is amortised O(1) per cancel.
+//!   edge case 36). asyncio leaves equal deadlines unordered; we promise FIFO. The sequence
+//!   number has 32 bits; when it would wrap, the live entries are renumbered in order
+//!   ([`Timers::resequence`], once per 2^32 timers).
+//! - **Small entries, no pointer chasing.** An entry is the deadline and `seq << 32 | slot`:
+//!   the four children of a node share one cache line (libev's choice of node, `ANHE`), and
+//!   comparing two entries reads nothing else. The cell is reached through the slot only when
+//!   a timer leaves the heap.
+//! - **Cancel is lazy and O(1).** `TimerHandle::cancel` drops the closure and marks the slot;
+//!   the entry stays in the heap until it reaches the top, where [`Timers::next_deadline`] and
+//!   [`Timers::expire`] discard it (so a cancelled near timer does not cause a useless
+//!   wake-up; edge case 38) by reading the slot table, a dense array, not the cell. When a
+//!   quarter of the heap or more is cancelled (and it holds more than [`COMPACT_MIN`]), the
+//!   heap is rebuilt without them in one sweep ([`COMPACT_FRACTION`]), also right before
+//!   timers are expired, so memory stays within a constant factor of the live timers and
+//!   cancelled entries are mostly swept, not popped one by one. The alternative, libev's eager removal, keeps a back-pointer in every timer and
+//!   updates it on every sift.
 //! - **Time is a parameter.** Nothing here reads the clock: the loop passes `now`. Unit tests
 //!   drive the queue with made-up instants (a virtual clock), exactly and instantly.
 
@@ -22,18 +35,37 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::reactor::cells::{Callback, State};
-use crate::reactor::handle::TimerCounters;
+use crate::reactor::handle::{SlotTable, TimerHandle, TimerSlot, TimerSlots};
 use crate::reactor::ready::Ready;
 
 /// Below this many entries the heap is never compacted (asyncio uses 100).
 pub(crate) const COMPACT_MIN: usize = 100;
 
-/// One scheduled timer: its sort key and its cell. 32 bytes, so the four children of a node
-/// span two cache lines.
-pub(crate) struct Entry {
-    /// `(deadline << 64) | seq`: one integer comparison orders by deadline, then FIFO.
-    key: u128,
-    cell: Rc<dyn Callback>,
+/// The heap is compacted when at least one entry in this many is cancelled: a sweep costs
+/// O(n) for n/4 cancelled entries (amortised O(1) each), popping them would cost O(log n)
+/// each, and memory stays within 4/3 of the live timers.
+const COMPACT_FRACTION: usize = 4;
+
+/// One scheduled timer in the heap: 16 bytes.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// The deadline, encoded (see [`BIAS`]).
+    key: u64,
+    /// `seq << 32 | slot`: the sequence number breaks ties (FIFO), the slot names the cell.
+    order: u64,
+}
+
+impl Entry {
+    /// The sort key: deadline, then sequence number (one 128-bit comparison).
+    #[inline(always)]
+    fn rank(self) -> u128 {
+        (u128::from(self.key) << 64) | u128::from(self.order)
+    }
+
+    #[inline(always)]
+    fn slot(self) -> usize {
+        (self.order & 0xffff_ffff) as usize
+    }
 }
 
 /// Deadlines as integers: nanoseconds from the queue's epoch, biased by 2^63 so that instants
@@ -46,9 +78,8 @@ fn ns(d: Duration) -> u64 {
 }
 
 /// A 4-ary min-heap of [`Entry`]s (libev's choice): half the depth of a binary heap, and the
-/// children of a node side by side in memory, so a pop from a heap of a million timers touches
-/// about half as many cache lines. `BinaryHeap` was the first version; it spent two thirds of
-/// the timer benchmark's time in `pop`.
+/// children of a node side by side in one cache line. `BinaryHeap` was the first version; it
+/// spent two thirds of the timer benchmark's time in `pop`.
 #[derive(Default)]
 struct QuadHeap {
     v: Vec<Entry>,
@@ -59,21 +90,24 @@ impl QuadHeap {
         self.v.len()
     }
 
-    fn peek(&self) -> Option<&Entry> {
-        self.v.first()
+    fn peek(&self) -> Option<Entry> {
+        self.v.first().copied()
     }
 
     fn push(&mut self, entry: Entry) {
         self.v.push(entry);
+        let rank = entry.rank();
         let mut i = self.v.len() - 1;
+        // Move parents down until the new entry's place is found, then write it once.
         while i > 0 {
             let parent = (i - 1) / 4;
-            if self.v[i].key >= self.v[parent].key {
+            if rank >= self.v[parent].rank() {
                 break;
             }
-            self.v.swap(i, parent);
+            self.v[i] = self.v[parent];
             i = parent;
         }
+        self.v[i] = entry;
     }
 
     fn pop(&mut self) -> Option<Entry> {
@@ -81,45 +115,57 @@ impl QuadHeap {
         if self.v.is_empty() {
             return Some(last);
         }
-        let top = std::mem::replace(&mut self.v[0], last);
-        self.sift_down(0);
+        let top = self.v[0];
+        self.sift_down(0, last);
         Some(top)
     }
 
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.v.len();
+    /// Places `entry` at hole `i` or below, moving smaller children up.
+    #[inline]
+    fn sift_down(&mut self, mut i: usize, entry: Entry) {
+        let v = &mut self.v[..];
+        let n = v.len();
+        let rank = entry.rank();
         loop {
             let first = 4 * i + 1;
-            if first >= n {
-                return;
-            }
-            let mut min = first;
-            for c in first + 1..(first + 4).min(n) {
-                if self.v[c].key < self.v[min].key {
-                    min = c;
+            let (min, min_rank) = if let Some(c) = v.get(first..first + 4) {
+                // Four children (the common case): a small tournament, three comparisons,
+                // the first two independent of each other.
+                let (r0, r1, r2, r3) = (c[0].rank(), c[1].rank(), c[2].rank(), c[3].rank());
+                let (a, ra) = if r1 < r0 { (1, r1) } else { (0, r0) };
+                let (b, rb) = if r3 < r2 { (3, r3) } else { (2, r2) };
+                if rb < ra {
+                    (first + b, rb)
+                } else {
+                    (first + a, ra)
                 }
+            } else if first < n {
+                let mut min = first;
+                let mut min_rank = v[first].rank();
+                for (c, e) in v.iter().enumerate().skip(first + 1) {
+                    if e.rank() < min_rank {
+                        min = c;
+                        min_rank = e.rank();
+                    }
+                }
+                (min, min_rank)
+            } else {
+                break;
+            };
+            if min_rank >= rank {
+                break;
             }
-            if self.v[min].key >= self.v[i].key {
-                return;
-            }
-            self.v.swap(i, min);
+            v[i] = v[min];
             i = min;
         }
+        v[i] = entry;
     }
 
-    /// Takes out the entries for which `keep` fails, handing each to `removed`, then restores
-    /// the heap order (O(n)).
-    fn retain(&mut self, keep: impl Fn(&Entry) -> bool, mut removed: impl FnMut(Entry)) {
-        let mut i = 0;
-        while i < self.v.len() {
-            if keep(&self.v[i]) {
-                i += 1;
-            } else {
-                removed(self.v.swap_remove(i));
-            }
-        }
+    /// Restores the heap order of the whole vector (O(n)).
+    fn heapify(&mut self) {
         for i in (0..self.v.len().div_ceil(4)).rev() {
-            self.sift_down(i);
+            let entry = self.v[i];
+            self.sift_down(i, entry);
         }
     }
 }
@@ -128,8 +174,9 @@ impl QuadHeap {
 pub(crate) struct Timers {
     heap: QuadHeap,
     epoch: Instant,
-    next_seq: u64,
-    pub(crate) counters: Rc<TimerCounters>,
+    next_seq: u32,
+    /// The slot table, shared with every [`TimerHandle`].
+    pub(crate) slots: Rc<TimerSlots>,
     compactions: u64,
 }
 
@@ -139,7 +186,7 @@ impl Timers {
             heap: QuadHeap::default(),
             epoch: Instant::now(),
             next_seq: 0,
-            counters: Rc::new(TimerCounters::default()),
+            slots: Rc::new(TimerSlots::default()),
             compactions: 0,
         }
     }
@@ -164,25 +211,79 @@ impl Timers {
         }
     }
 
-    /// Schedules `cell` (state `Scheduled`) at `when`.
-    pub(crate) fn push(&mut self, when: Instant, cell: Rc<dyn Callback>) {
+    /// Schedules `cell` (state `Scheduled`) at `when`; returns its handle.
+    pub(crate) fn push(&mut self, when: Instant, cell: Rc<dyn Callback>) -> TimerHandle {
+        let slot = {
+            let mut table = self.slots.table.borrow_mut();
+            let entry = TimerSlot {
+                cell: Some(cell.clone()),
+                cancelled: false,
+            };
+            match table.free.pop() {
+                Some(slot) => {
+                    table.slots[slot as usize] = entry;
+                    slot
+                }
+                None => {
+                    table.slots.push(entry);
+                    u32::try_from(table.slots.len() - 1).expect("fewer than 2^32 live timers")
+                }
+            }
+        };
+        if self.next_seq == u32::MAX {
+            self.resequence();
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let key = (u128::from(self.encode(when)) << 64) | u128::from(seq);
-        self.heap.push(Entry { key, cell });
+        self.heap.push(Entry {
+            key: self.encode(when),
+            order: (u64::from(seq) << 32) | u64::from(slot),
+        });
         self.maybe_compact();
+        TimerHandle {
+            cell,
+            when,
+            slots: self.slots.clone(),
+            slot,
+        }
+    }
+
+    /// Renumbers the live entries 0, 1, 2... in their order, so the sequence number can go on
+    /// without wrapping. A sorted vector is a valid heap. O(n log n), once per 2^32 timers.
+    fn resequence(&mut self) {
+        self.heap.v.sort_unstable_by_key(|e| e.rank());
+        for (seq, e) in self.heap.v.iter_mut().enumerate() {
+            let seq = u64::try_from(seq).expect("fewer than 2^32 entries");
+            e.order = (seq << 32) | (e.order & 0xffff_ffff);
+        }
+        self.next_seq = u32::try_from(self.heap.len()).expect("fewer than 2^32 entries");
+    }
+
+    /// Takes the cell out of a popped entry's slot and frees the slot; says whether the
+    /// timer was cancelled.
+    #[inline]
+    fn release(table: &mut SlotTable, entry: Entry) -> (Option<Rc<dyn Callback>>, bool) {
+        let slot = &mut table.slots[entry.slot()];
+        let cell = slot.cell.take();
+        let cancelled = std::mem::replace(&mut slot.cancelled, false);
+        table.free.push(entry.slot() as u32);
+        if cancelled {
+            table.cancelled_in_heap = table.cancelled_in_heap.saturating_sub(1);
+        }
+        (cell, cancelled)
     }
 
     /// Drops cancelled entries from the top; returns the earliest live deadline.
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        let mut table = self.slots.table.borrow_mut();
         while let Some(top) = self.heap.peek() {
-            if top.cell.state() == State::Cancelled {
-                if let Some(entry) = self.heap.pop() {
-                    entry.cell.recycle();
+            if table.slots[top.slot()].cancelled {
+                self.heap.pop();
+                if let (Some(cell), _) = Self::release(&mut table, top) {
+                    cell.recycle(); // its closure was dropped by `cancel`: no user code runs
                 }
-                self.forget_cancelled(1);
             } else {
-                return Some(self.decode((top.key >> 64) as u64));
+                return Some(self.decode(top.key));
             }
         }
         None
@@ -191,21 +292,25 @@ impl Timers {
     /// Moves every live timer with `when <= now` onto `ready`, in `(when, seq)` order; returns
     /// how many it moved.
     pub(crate) fn expire(&mut self, now: Instant, ready: &mut VecDeque<Ready>) -> usize {
-        // Every key of a deadline <= now is below this bound (the largest seq included).
-        let bound = (u128::from(self.encode(now)) << 64) | u128::from(u64::MAX);
+        // Cancelled entries are cheaper to sweep in one pass than to pop one by one.
+        self.maybe_compact();
+        let now = self.encode(now);
+        let mut table = self.slots.table.borrow_mut();
         let mut fired = 0;
         while let Some(top) = self.heap.peek() {
-            if top.key > bound {
+            if top.key > now {
                 break;
             }
-            let Some(entry) = self.heap.pop() else { break };
-            if entry.cell.state() == State::Cancelled {
-                self.forget_cancelled(1);
-                entry.cell.recycle();
+            self.heap.pop();
+            let (Some(cell), cancelled) = Self::release(&mut table, top) else {
+                continue;
+            };
+            if cancelled {
+                cell.recycle();
                 continue;
             }
-            entry.cell.set_state(State::Queued);
-            ready.push_back(Ready::Callback(entry.cell));
+            cell.set_state(State::Queued);
+            ready.push_back(Ready::Callback(cell));
             fired += 1;
         }
         fired
@@ -226,7 +331,12 @@ impl Timers {
     pub(crate) fn live(&self) -> usize {
         self.heap
             .len()
-            .saturating_sub(self.counters.cancelled_in_heap.get())
+            .saturating_sub(self.slots.table.borrow().cancelled_in_heap)
+    }
+
+    /// Timers cancelled before they fired, ever.
+    pub(crate) fn cancelled_total(&self) -> u64 {
+        self.slots.cancelled_total.get()
     }
 
     #[cfg(test)]
@@ -234,29 +344,38 @@ impl Timers {
         self.compactions
     }
 
-    /// Empties the queue, returning the entries so the caller can drop them outside any borrow.
+    /// Empties the queue, returning the cells so the caller can cancel and drop them outside
+    /// any borrow.
     pub(crate) fn take_all(&mut self) -> Vec<Rc<dyn Callback>> {
-        self.counters.cancelled_in_heap.set(0);
-        std::mem::take(&mut self.heap.v)
-            .into_iter()
-            .map(|e| e.cell)
-            .collect()
-    }
-
-    fn forget_cancelled(&mut self, n: usize) {
-        let c = &self.counters.cancelled_in_heap;
-        c.set(c.get().saturating_sub(n));
+        self.heap.v.clear();
+        let mut table = self.slots.table.borrow_mut();
+        let table = std::mem::take(&mut *table);
+        table.slots.into_iter().filter_map(|s| s.cell).collect()
     }
 
     fn maybe_compact(&mut self) {
-        let cancelled = self.counters.cancelled_in_heap.get();
-        if self.heap.len() > COMPACT_MIN && cancelled * 2 > self.heap.len() {
-            // The cancelled cells go back to their pools (`cells.rs`) unless a handle holds them.
-            self.heap
-                .retain(|e| e.cell.state() != State::Cancelled, |e| e.cell.recycle());
-            self.counters.cancelled_in_heap.set(0);
-            self.compactions += 1;
+        let mut table = self.slots.table.borrow_mut();
+        let cancelled = table.cancelled_in_heap;
+        if self.heap.len() <= COMPACT_MIN || cancelled * COMPACT_FRACTION < self.heap.len() {
+            return;
         }
+        let mut i = 0;
+        while i < self.heap.v.len() {
+            let entry = self.heap.v[i];
+            if table.slots[entry.slot()].cancelled {
+                self.heap.v.swap_remove(i);
+                // The cancelled cells go back to their pools (`cells.rs`) unless a handle
+                // holds them; their closures were dropped by `cancel`.
+                if let (Some(cell), _) = Self::release(&mut table, entry) {
+                    cell.recycle();
+                }
+            } else {
+                i += 1;
+            }
+        }
+        table.cancelled_in_heap = 0;
+        self.heap.heapify();
+        self.compactions += 1;
     }
 
     /// Compacts if cancelled entries dominate; the loop calls this once per iteration, so a
@@ -270,7 +389,6 @@ impl Timers {
 mod tests {
     use super::*;
     use crate::reactor::cells::Cells;
-    use crate::reactor::handle::TimerHandle;
     use std::cell::RefCell;
     use std::panic::Location;
     use std::time::Duration;
@@ -303,7 +421,7 @@ mod tests {
         for id in 0..50 {
             let c = cell(&log, id);
             cells.push((id, c.clone()));
-            timers.push(t0 + Duration::from_millis(5), c);
+            let _ = timers.push(t0 + Duration::from_millis(5), c);
         }
         let mut ready = VecDeque::new();
         assert_eq!(timers.expire(t0 + Duration::from_millis(4), &mut ready), 0);
@@ -337,12 +455,7 @@ mod tests {
                     let when = now + Duration::from_micros(rand(5_000));
                     let c = cell(&log, id);
                     cells.push((id, c.clone()));
-                    let h = TimerHandle {
-                        cell: c.clone(),
-                        when,
-                        counters: timers.counters.clone(),
-                    };
-                    timers.push(when, c);
+                    let h = timers.push(when, c);
                     model.push((when, seq, id));
                     handles.push((id, h, seq));
                     seq += 1;
@@ -382,16 +495,7 @@ mod tests {
         // A burst of cancels with no expiry in between must still be reclaimed.
         let far = now + Duration::from_secs(3600);
         let burst: Vec<TimerHandle> = (0..1_000)
-            .map(|i| {
-                let c = cell(&log, 1_000_000 + i);
-                let h = TimerHandle {
-                    cell: c.clone(),
-                    when: far,
-                    counters: timers.counters.clone(),
-                };
-                timers.push(far, c);
-                h
-            })
+            .map(|i| timers.push(far, cell(&log, 1_000_000 + i)))
             .collect();
         let before = timers.compactions();
         for h in &burst[..990] {
@@ -408,16 +512,54 @@ mod tests {
         let t0 = Instant::now();
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
-        let near = cell(&log, 1);
-        let h = TimerHandle {
-            cell: near.clone(),
-            when: t0,
-            counters: timers.counters.clone(),
-        };
-        timers.push(t0, near);
-        timers.push(t0 + Duration::from_secs(9), cell(&log, 2));
+        let h = timers.push(t0, cell(&log, 1));
+        let _ = timers.push(t0 + Duration::from_secs(9), cell(&log, 2));
         h.cancel();
         assert_eq!(timers.next_deadline(), Some(t0 + Duration::from_secs(9)));
         assert_eq!(timers.len(), 1);
+    }
+
+    /// Equal deadlines stay FIFO across the wrap of the 32-bit sequence number.
+    #[test]
+    fn edge_36_equal_deadlines_stay_fifo_when_the_sequence_number_wraps() {
+        let t0 = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut timers = Timers::new();
+        timers.next_seq = u32::MAX - 5;
+        let mut cells = Vec::new();
+        let when = t0 + Duration::from_millis(5);
+        for id in 0..12 {
+            let c = cell(&log, id);
+            cells.push((id, c.clone()));
+            let _ = timers.push(when, c);
+            // An earlier one pushed in between keeps its place too.
+            if id == 7 {
+                let c = cell(&log, 100);
+                cells.push((100, c.clone()));
+                let _ = timers.push(t0, c);
+            }
+        }
+        assert!(timers.next_seq < 20, "renumbered: {}", timers.next_seq);
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(when, &mut ready), 13);
+        let mut expected = vec![100];
+        expected.extend(0..12);
+        assert_eq!(ids(&ready, &cells), expected);
+    }
+
+    /// A handle whose timer already left the heap cannot mark the timer that reuses its slot.
+    #[test]
+    fn a_stale_handle_does_not_cancel_the_next_timer_in_its_slot() {
+        let t0 = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut timers = Timers::new();
+        let old = timers.push(t0, cell(&log, 1));
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(t0, &mut ready), 1);
+        let new = timers.push(t0, cell(&log, 2));
+        assert_eq!(new.slot, old.slot, "the slot is reused");
+        old.cancel(); // cancels the queued cell, not the new timer
+        assert_eq!(timers.live(), 1);
+        assert_eq!(timers.expire(t0, &mut ready), 1);
     }
 }
