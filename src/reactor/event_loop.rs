@@ -54,8 +54,10 @@ pub const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 pub const DEFAULT_SLOW_CALLBACK: Duration = Duration::from_millis(100);
 
 thread_local! {
-    /// The loop running on this thread, if any (asyncio's `_running_loop`).
-    static RUNNING: RefCell<Option<Weak<Inner>>> = const { RefCell::new(None) };
+    /// The id of the loop running on this thread, 0 if none (asyncio's `_running_loop`). An
+    /// id, not a reference: entering and leaving a loop is a store, with no reference count
+    /// to maintain; `current()` looks the loop up in `LOOPS`.
+    static RUNNING: Cell<LoopId> = const { Cell::new(0) };
     /// Every loop created on this thread, by id: where a task waker finds its loop.
     static LOOPS: RefCell<Vec<(LoopId, Weak<Inner>)>> = const { RefCell::new(Vec::new()) };
 }
@@ -795,8 +797,8 @@ impl EventLoop {
                 ),
             ));
         }
-        let previous = RUNNING.with(|r| r.borrow().as_ref().and_then(Weak::upgrade));
-        if previous.is_some() {
+        // A running loop cannot be dropped (its guard holds it), so a non-zero id is live.
+        if RUNNING.with(Cell::get) != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::ResourceBusy,
                 format!(
@@ -804,7 +806,7 @@ impl EventLoop {
                 ),
             ));
         }
-        RUNNING.with(|r| *r.borrow_mut() = Some(Rc::downgrade(&self.inner)));
+        RUNNING.with(|r| r.set(self.inner.id));
         self.inner.running.set(true);
         Ok(RunningGuard {
             inner: self.inner.clone(),
@@ -900,7 +902,7 @@ impl Drop for RunningGuard {
     fn drop(&mut self) {
         self.inner.running.set(false);
         self.inner.stopping.set(false);
-        RUNNING.with(|r| *r.borrow_mut() = None);
+        RUNNING.with(|r| r.set(0));
     }
 }
 
@@ -921,9 +923,10 @@ impl fmt::Debug for EventLoop {
 
 /// The running loop of this thread, if any: used by `current()`.
 pub(crate) fn running_loop() -> Option<EventLoop> {
-    RUNNING
-        .with(|r| r.borrow().as_ref().and_then(Weak::upgrade))
-        .map(|inner| EventLoop { inner })
+    match RUNNING.with(Cell::get) {
+        0 => None,
+        id => find_loop(id).map(|inner| EventLoop { inner }),
+    }
 }
 
 /// What a loop has done since it was created ([`EventLoop::stats`]), plus what it holds now.
