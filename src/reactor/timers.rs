@@ -275,6 +275,9 @@ impl Timers {
 
     /// Drops cancelled entries from the top; returns the earliest live deadline.
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        if self.heap.len() == 0 {
+            return None;
+        }
         let mut table = self.slots.table.borrow_mut();
         while let Some(top) = self.heap.peek() {
             if table.slots[top.slot()].cancelled {
