@@ -38,7 +38,7 @@ use crate::reactor::diagnostics::{self, Diagnostic, DiagnosticKind};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::{Remote, RemoteItem, Shared};
-use crate::reactor::runnable::{Key, LoopId, Runnable, Runnables};
+use crate::reactor::runnable::{Key, LoopId, RunnableRef, Runnables};
 use crate::reactor::timers::Timers;
 use crate::reactor::trace;
 use crate::reactor::ExceptionContext;
@@ -845,7 +845,7 @@ impl Inner {
     }
 
     /// Keeps `runnable` in the slab; its key is how wakers name it.
-    pub(crate) fn insert_runnable(&self, runnable: Rc<dyn Runnable>) -> Key {
+    pub(crate) fn insert_runnable(&self, runnable: RunnableRef) -> Key {
         self.runnables.borrow_mut().insert(self.id, runnable)
     }
 

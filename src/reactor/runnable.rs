@@ -19,6 +19,7 @@
 //! generation proves it is the same one.
 
 use std::panic::Location;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::reactor::EventLoop;
@@ -34,6 +35,32 @@ pub(crate) struct Key {
     pub(crate) generation: u32,
 }
 
+/// A [`Key`] without its loop: what a task keeps of its key (it knows its loop), 8 bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl Key {
+    /// The key of `slot` in the loop `loop_id`.
+    pub(crate) fn new(loop_id: LoopId, slot: Slot) -> Key {
+        Key {
+            loop_id,
+            index: slot.index,
+            generation: slot.generation,
+        }
+    }
+
+    /// The slot it names, without the loop.
+    pub(crate) fn slot(self) -> Slot {
+        Slot {
+            index: self.index,
+            generation: self.generation,
+        }
+    }
+}
+
 /// What [`Runnable::abandon`] did.
 pub(crate) enum Abandoned {
     /// It had already finished: nothing to drop.
@@ -44,11 +71,15 @@ pub(crate) enum Abandoned {
     DestructorPanicked(String),
 }
 
+/// How the loop holds a runnable: shared, and pinned (a task keeps its future inline in its
+/// cell, so the cell must never move: `Pin` says so, and lets the task poll it in place).
+pub(crate) type RunnableRef = Pin<Rc<dyn Runnable>>;
+
 /// Something the loop runs step by step: the reactor's whole view of a task.
 pub(crate) trait Runnable {
     /// Runs one step. Calls user code; must not let a panic escape (a task catches it and
     /// makes it the task's result).
-    fn run(self: Rc<Self>, event_loop: &EventLoop);
+    fn run(self: Pin<Rc<Self>>, event_loop: &EventLoop);
     /// Marks a step as queued and says whether the caller must queue it: `false` when one is
     /// queued already (N wakes before a step give one step) or the runnable is finished.
     fn try_queue(&self) -> bool;
@@ -72,14 +103,14 @@ pub(crate) trait Runnable {
 /// The live runnables of one loop: a slab with a generation per slot.
 #[derive(Default)]
 pub(crate) struct Runnables {
-    slots: Vec<(u32, Option<Rc<dyn Runnable>>)>,
+    slots: Vec<(u32, Option<RunnableRef>)>,
     free: Vec<u32>,
     live: usize,
 }
 
 impl Runnables {
     /// Stores `runnable`; its key names this slot and this occupant.
-    pub(crate) fn insert(&mut self, loop_id: LoopId, runnable: Rc<dyn Runnable>) -> Key {
+    pub(crate) fn insert(&mut self, loop_id: LoopId, runnable: RunnableRef) -> Key {
         self.live += 1;
         let index = match self.free.pop() {
             Some(i) => {
@@ -100,7 +131,7 @@ impl Runnables {
 
     /// The runnable `key` names, if it is still there.
     #[inline]
-    pub(crate) fn get(&self, key: Key) -> Option<&Rc<dyn Runnable>> {
+    pub(crate) fn get(&self, key: Key) -> Option<&RunnableRef> {
         match self.slots.get(key.index as usize) {
             Some((generation, Some(runnable))) if *generation == key.generation => Some(runnable),
             _ => None,
@@ -109,7 +140,7 @@ impl Runnables {
 
     /// Forgets the runnable `key` names (it finished); its slot's generation moves on, so old
     /// keys miss. Returns it, for the caller to drop outside any borrow.
-    pub(crate) fn remove(&mut self, key: Key) -> Option<Rc<dyn Runnable>> {
+    pub(crate) fn remove(&mut self, key: Key) -> Option<RunnableRef> {
         let slot = self.slots.get_mut(key.index as usize)?;
         if slot.0 != key.generation {
             return None;
@@ -129,7 +160,7 @@ impl Runnables {
     }
 
     /// Empties the slab (the loop is closing); the caller abandons and drops them.
-    pub(crate) fn take_all(&mut self) -> Vec<Rc<dyn Runnable>> {
+    pub(crate) fn take_all(&mut self) -> Vec<RunnableRef> {
         self.live = 0;
         self.free.clear();
         self.slots.drain(..).filter_map(|(_, r)| r).collect()
@@ -144,7 +175,7 @@ mod tests {
     struct Dummy(Cell<bool>);
 
     impl Runnable for Dummy {
-        fn run(self: Rc<Self>, _: &EventLoop) {}
+        fn run(self: Pin<Rc<Self>>, _: &EventLoop) {}
         fn try_queue(&self) -> bool {
             !self.0.replace(true)
         }
@@ -162,11 +193,11 @@ mod tests {
     #[test]
     fn a_stale_key_misses_after_its_slot_is_reused() {
         let mut slab = Runnables::default();
-        let a = slab.insert(1, Rc::new(Dummy(Cell::new(false))));
+        let a = slab.insert(1, Rc::pin(Dummy(Cell::new(false))));
         assert!(slab.get(a).is_some());
         assert!(slab.remove(a).is_some());
         assert!(slab.remove(a).is_none(), "removing twice is a no-op");
-        let b = slab.insert(1, Rc::new(Dummy(Cell::new(false))));
+        let b = slab.insert(1, Rc::pin(Dummy(Cell::new(false))));
         assert_eq!(b.index, a.index, "the slot is reused");
         assert!(slab.get(a).is_none(), "the old key misses");
         assert!(slab.get(b).is_some());
