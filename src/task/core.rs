@@ -327,6 +327,11 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
     fn location(&self) -> &'static Location<'static> {
         self.location
     }
+
+    #[inline]
+    fn generation(&self) -> u32 {
+        self.slot.get().generation
+    }
 }
 
 /// How trace mode words the outcome of a step.
