@@ -845,16 +845,19 @@ impl Inner {
     }
 
     /// Keeps `runnable` in the slab; its key is how wakers name it.
+    #[inline]
     pub(crate) fn insert_runnable(&self, runnable: RunnableRef) -> Key {
         self.runnables.borrow_mut().insert(self.id, runnable)
     }
 
     /// Forgets a finished runnable; its slot's generation moves on, so old keys miss.
+    #[inline]
     pub(crate) fn remove_runnable(&self, key: Key) {
         let removed = self.runnables.borrow_mut().remove(key);
         drop(removed); // outside the borrow
     }
 
+    #[inline]
     pub(crate) fn push_ready(&self, entry: Ready) {
         self.ready.borrow_mut().push_back(entry);
     }

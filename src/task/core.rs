@@ -27,6 +27,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use evloop_sys::pin_cell::PinCell;
@@ -109,8 +110,9 @@ pub(crate) struct Header {
     /// The task's slot in its loop's slab (meaningful while it is live).
     slot: Cell<Slot>,
     /// The waker a future kept a clone of, reused for the task's next steps (`waker.rs`);
-    /// `None` while nobody holds one: each step then borrows one from the pool.
-    waker: Cell<Option<WakerPair>>,
+    /// `None` while nobody holds one: each step then borrows one from the pool. Only the
+    /// `Arc` (one word, not three): a step makes the `Waker` from it again.
+    waker: Cell<Option<Arc<TaskWaker>>>,
     /// The waker of whoever awaits the [`Task`].
     join_waker: Cell<Option<Waker>>,
     /// Boxed: most tasks have no name, and `Option<Box<String>>` is one word where
@@ -143,7 +145,7 @@ impl Header {
     #[inline]
     fn waker_for_step(&self, inner: &Inner) -> WakerPair {
         match self.waker.take() {
-            Some(pair) => pair,
+            Some(kept) => TaskWaker::resume(kept),
             None => TaskWaker::lend(Key::new(inner.id, self.slot.get()), inner.remote_shared()),
         }
     }
@@ -156,7 +158,7 @@ impl Header {
         if self.is_done() || TaskWaker::is_unshared(&pair) {
             TaskWaker::recycle(pair);
         } else {
-            self.waker.set(Some(pair));
+            self.waker.set(Some(pair.1));
         }
     }
 }
@@ -166,52 +168,59 @@ impl Header {
 /// needs, in `evloop-sys`, so this crate stays free of `unsafe`).
 pub(crate) type TaskCell<F> = PinCell<Header, F, Result<<F as Future>::Output, TaskError>>;
 
-/// Drops the future where it lies. Its destructor is user code (it may release timers and I/O
-/// interest, wake other tasks, or panic); the header is not borrowed meanwhile, and the cell
-/// reads as holding no output. A panic is caught and its message returned: it must not
-/// unwind into the loop (or into `cancel()`), and the task's bookkeeping after the drop must
-/// still happen.
-fn drop_future<F: Future>(cell: &TaskCell<F>) -> Option<String> {
-    catch_unwind(AssertUnwindSafe(|| cell.drop_value()))
+/// Stores the task's outcome in place of its future, which is dropped where it lies. Its
+/// destructor is user code (it may release timers and I/O interest, wake other tasks, or
+/// panic); the header is not borrowed meanwhile, and the cell reads as holding no output yet.
+/// A panic is caught and its message returned: it must not unwind into the loop (or into
+/// `cancel()`), and the task's bookkeeping afterwards must still happen. The outcome is
+/// stored all the same.
+fn store_outcome<F: Future>(
+    cell: &TaskCell<F>,
+    outcome: Result<F::Output, TaskError>,
+) -> Option<String> {
+    catch_unwind(AssertUnwindSafe(|| cell.set_result(outcome)))
         .err()
         .map(|payload| panic_message(&*payload))
 }
 
-/// Finishes a task: drops its future, leaves the slab, stores its outcome, wakes its awaiter.
+/// Finishes a task: drops its future, stores its outcome, leaves the slab, wakes its awaiter.
 fn finish<F: Future + 'static>(
     cell: &TaskCell<F>,
     event_loop: &EventLoop,
-    mut result: Result<F::Output, TaskError>,
+    outcome: Result<F::Output, TaskError>,
 ) {
     let h: &Header = cell;
-    let cancelled = matches!(result, Err(TaskError::Cancelled))
-        || matches!(h.phase.get(), Phase::Running { cancel: true, .. });
+    let was_cancelled = matches!(outcome, Err(TaskError::Cancelled));
+    let cancelled = was_cancelled || matches!(h.phase.get(), Phase::Running { cancel: true, .. });
     h.phase.set(Phase::Done { cancelled });
-    if let Some(msg) = drop_future(cell) {
-        match result {
+    // Kept for the "never retrieved" report below (the outcome moves into the cell).
+    let mut panicked = match &outcome {
+        Err(TaskError::Panicked(msg)) => Some(msg.clone()),
+        _ => None,
+    };
+    if let Some(msg) = store_outcome(cell, outcome) {
+        if was_cancelled {
             // Cancelled, and the destructor panicked: the panic is the task's outcome
             // (as when a step panics), so whoever awaits the task receives it.
-            Err(TaskError::Cancelled) => result = Err(TaskError::Panicked(msg)),
+            cell.set_result(Err(TaskError::Panicked(msg.clone())));
+            panicked = Some(msg);
+        } else {
             // The task already has an outcome (its value, or an earlier panic): keep it,
             // and report the destructor's panic, which nobody else can receive.
-            _ => report(
+            report(
                 h,
                 event_loop,
                 format!("a task's future panicked in its destructor after it finished: {msg}"),
-            ),
+            );
         }
     }
     let inner = &event_loop.inner;
     inner.remove_runnable(Key::new(inner.id, h.slot.get()));
-    if let Some(pair) = h.waker.take() {
-        TaskWaker::recycle(pair);
+    if let Some(kept) = h.waker.take() {
+        TaskWaker::recycle(TaskWaker::resume(kept));
     }
-    let panicked = match (&result, h.detached.get()) {
-        (Err(TaskError::Panicked(msg)), true) => Some(msg.clone()),
-        _ => None,
-    };
-    cell.set_result(result);
-    if let Some(msg) = panicked {
+    // Detached (now: the destructor may have dropped the handle): nobody will see the panic.
+    if let (Some(msg), true) = (panicked, h.detached.get()) {
         report(
             h,
             event_loop,
@@ -307,10 +316,9 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
         }
         h.phase.set(Phase::Done { cancelled: true });
         drop(h.waker.take());
-        let panicked = drop_future(self);
         // The outcome stays `Cancelled` even if the destructor panicked: with no loop to
         // run on, the caller (the loop's close) reports that panic itself.
-        self.set_result(Err(TaskError::Cancelled));
+        let panicked = store_outcome(self, Err(TaskError::Cancelled));
         if let Some(w) = h.join_waker.take() {
             w.wake();
         }
@@ -349,7 +357,9 @@ trait JoinCell<T> {
     fn header(&self) -> &Header;
     /// `owner`: the task's loop, if it is still alive.
     fn cancel(&self, owner: Option<Rc<Inner>>);
-    fn take_unretrieved_panic(&self) -> Option<String>;
+    /// The handle is being dropped: marks the task detached, and returns the message of a
+    /// panic it finished with that nobody took (to be reported: the last chance).
+    fn detach(&self) -> Option<String>;
 }
 
 impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
@@ -402,7 +412,12 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
         }
     }
 
-    fn take_unretrieved_panic(&self) -> Option<String> {
+    fn detach(&self) -> Option<String> {
+        let h: &Header = self;
+        h.detached.set(true);
+        if !h.is_done() {
+            return None; // `finish` reports its panic, if any
+        }
         self.inspect_result(|out| match out {
             Err(TaskError::Panicked(msg)) => Some(msg.clone()),
             _ => None,
@@ -560,9 +575,8 @@ impl<T> Future for Task<T> {
 
 impl<T> Drop for Task<T> {
     fn drop(&mut self) {
-        let h = self.cell.header();
-        h.detached.set(true);
-        if let Some(msg) = self.cell.take_unretrieved_panic() {
+        if let Some(msg) = self.cell.detach() {
+            let h = self.cell.header();
             if let Some(inner) = self.event_loop.upgrade() {
                 EventLoop { inner }.report_exception(&crate::reactor::ExceptionContext {
                     message: format!("task exception was never retrieved: {msg}"),

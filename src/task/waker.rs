@@ -20,12 +20,13 @@
 //! alive at once.
 //!
 //! ```text
-//!  step:  task.waker.take()  or  lend(key): POOL.pop(), key written in (a plain store)
+//!  step:  task.waker.take()  or  lend(key): SPARE or POOL.pop(), key written in (a store)
 //!         poll(cx with it)
-//!         nobody else holds it (strong count 2: the pair below)?  POOL.push  :  task keeps it
+//!         nobody else holds it (strong count 2: the pair below)?  SPARE (the one there to
+//!         POOL)  :  the task keeps it
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
@@ -54,12 +55,15 @@ pub(crate) type WakerPair = (Waker, Arc<TaskWaker>);
 
 thread_local! {
     static THIS_THREAD: ThreadId = std::thread::current().id();
+    /// The waker given back last, lent first: a stream of steps that keep no waker passes
+    /// this one from step to step without touching the pool's vector.
+    static SPARE: Cell<Option<WakerPair>> = const { Cell::new(None) };
     /// Wakers nobody else holds, ready to be lent for a step on this thread (a loop lives on
     /// one thread, so its tasks' wakers do too).
     static POOL: RefCell<Vec<WakerPair>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The most wakers the pool keeps.
+/// The most wakers the pool keeps (besides the spare).
 const POOL_MAX: usize = 1024;
 
 /// This thread's id, cached (the std call takes a lock-free but non-trivial path).
@@ -76,7 +80,10 @@ impl TaskWaker {
     /// pooled one if the pool has one for this loop, else a new `Arc`.
     #[inline]
     pub(crate) fn lend(key: Key, remote: &Arc<Shared>) -> WakerPair {
-        let pooled = POOL.with(|p| p.borrow_mut().pop());
+        let pooled = match SPARE.with(Cell::take) {
+            Some(pair) => Some(pair),
+            None => POOL.with(|p| p.borrow_mut().pop()),
+        };
         if let Some(pair) = pooled {
             if pair.1.loop_id == key.loop_id {
                 pair.1.slot.store(pack(key), Ordering::Relaxed);
@@ -93,6 +100,12 @@ impl TaskWaker {
         (Waker::from(arc.clone()), arc)
     }
 
+    /// The waker a task kept (a future stored a clone), made ready for another step.
+    #[inline]
+    pub(crate) fn resume(kept: Arc<TaskWaker>) -> WakerPair {
+        (Waker::from(kept.clone()), kept)
+    }
+
     /// Whether nobody but `pair` holds this waker (no future kept a clone).
     #[inline]
     pub(crate) fn is_unshared(pair: &WakerPair) -> bool {
@@ -105,15 +118,20 @@ impl TaskWaker {
     /// go on naming their task: once it is finished, their wakes are no-ops).
     #[inline]
     pub(crate) fn recycle(pair: WakerPair) {
-        if Self::is_unshared(&pair) {
-            // `try_with`: at thread exit the pool may be gone; the pair is then simply dropped.
-            let _ = POOL.try_with(|p| {
-                let mut pool = p.borrow_mut();
-                if pool.len() < POOL_MAX {
-                    pool.push(pair);
-                }
-            });
+        if !Self::is_unshared(&pair) {
+            return;
         }
+        // `try_with`: at thread exit the spare and the pool may be gone; a pair is then
+        // simply dropped.
+        let Ok(Some(older)) = SPARE.try_with(|s| s.replace(Some(pair))) else {
+            return;
+        };
+        let _ = POOL.try_with(|p| {
+            let mut pool = p.borrow_mut();
+            if pool.len() < POOL_MAX {
+                pool.push(older);
+            }
+        });
     }
 
     /// The key of the task it names now.
