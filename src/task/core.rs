@@ -102,8 +102,9 @@ pub(crate) enum Phase {
 /// (values moved in and out, never borrowed), so no borrow flag costs memory or a check.
 pub(crate) struct Header {
     phase: Cell<Phase>,
-    /// The `Task` handle was dropped: nobody will read the output. Not part of the phase: it
-    /// says who holds the handle, and it stays true after the task finished.
+    /// Nobody will read the output: the `Task` handle was dropped, or it returned the output
+    /// already. Not part of the phase: it says who holds the handle, and it stays true after
+    /// the task finished.
     detached: Cell<bool>,
     /// Steps run so far (trace mode numbers them).
     steps: Cell<u32>,
@@ -366,6 +367,8 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
     fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<F::Output, TaskError>> {
         // A finished task answers at once: no waker is stored, no wake-up round trip.
         if let Some(out) = self.take_result() {
+            // Taken: dropping the handle later has nothing left to report.
+            self.detached.set(true);
             return Poll::Ready(out);
         }
         let h: &Header = self;
@@ -414,7 +417,9 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
 
     fn detach(&self) -> Option<String> {
         let h: &Header = self;
-        h.detached.set(true);
+        if h.detached.replace(true) {
+            return None; // the output was taken: nothing left to report
+        }
         if !h.is_done() {
             return None; // `finish` reports its panic, if any
         }
