@@ -5,7 +5,7 @@
 //! queue (`src/reactor/remote.rs`). Read `core.rs` first (the task cell a waker wakes), then this.
 //!
 //! ```text
-//!  TaskWaker { key, owner thread, the loop's Remote }        Send + Sync (std::task::Wake)
+//!  TaskWaker { loop id, slot, owner thread, loop's Remote }  Send + Sync (std::task::Wake)
 //!    wake on the owner thread:  find_loop(key.loop_id) -> Inner::wake(key)   no lock
 //!    wake from another thread:  Remote queue <- Wake(key); the loop's waker fires
 //!  MainWaker { woken flag, owner, Remote }                   run_until_complete's future
@@ -23,7 +23,7 @@
 //!  step:  task.waker.take()  or  lend(key): SPARE or POOL.pop(), key written in (a store)
 //!         poll(cx with it)
 //!         nobody else holds it (strong count 2: the pair below)?  SPARE (the one there to
-//!         POOL)  :  the task keeps it
+//!         POOL)  :  the task keeps its Arc
 //! ```
 
 use std::cell::{Cell, RefCell};
@@ -36,7 +36,8 @@ use crate::reactor::find_loop;
 use crate::reactor::Key;
 use crate::reactor::Shared;
 
-/// The waker of one task: its key, the loop's thread, the loop's cross-thread queue.
+/// The waker of one task (of the one it is lent to): its key, the loop's thread, the loop's
+/// cross-thread queue.
 pub(crate) struct TaskWaker {
     /// The loop whose tasks it wakes (fixed: a pooled waker serves one loop).
     loop_id: u64,
