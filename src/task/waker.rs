@@ -90,7 +90,16 @@ impl TaskWaker {
                 pair.1.slot.store(pack(key), Ordering::Relaxed);
                 return pair;
             }
-            // A waker of another loop of this thread (or of one that is gone): dropped.
+            // A waker of another loop of this thread (or of one that is gone): made over to
+            // this loop. Without its `Waker` nobody else holds the `Arc`, so it can change.
+            let (waker, mut arc) = pair;
+            drop(waker);
+            if let Some(w) = Arc::get_mut(&mut arc) {
+                w.loop_id = key.loop_id;
+                *w.slot.get_mut() = pack(key);
+                w.remote = remote.clone();
+                return (Waker::from(arc.clone()), arc);
+            }
         }
         let arc = Arc::new(TaskWaker {
             loop_id: key.loop_id,

@@ -162,6 +162,29 @@ per_backend! {
         assert_eq!(counts[1..], [PARKED as u64, PARKED as u64], "{counts:?}");
     }
 
+    /// Two loops on one thread, stepped in turn: the per-thread waker pool serves both (a
+    /// waker given back by one loop's task is made over to the other's), so each task is
+    /// still one allocation.
+    fn two_loops_on_one_thread_allocate_one_cell_per_task(backend: Backend) {
+        let (a, b) = (common::new_loop(backend), common::new_loop(backend));
+        let ran = Rc::new(Cell::new(0usize));
+        let mut counts = Vec::new();
+        for _round in 0..3 {
+            let (n, ()) = count(|| {
+                for _ in 0..N / 2 {
+                    for lp in [&a, &b] {
+                        let r = ran.clone();
+                        drop(lp.spawn(async move { r.set(r.get() + 1) }));
+                        lp.run_nowait().unwrap();
+                    }
+                }
+            });
+            counts.push(n);
+        }
+        assert_eq!(ran.get(), 3 * N);
+        assert_eq!(counts[1..], [N as u64, N as u64], "{counts:?}");
+    }
+
     /// A task that yields (`yield_now`: it wakes itself during its own step) many times:
     /// no allocation per wake-up, per step, or per lent waker.
     fn yielding_allocates_nothing_per_wake_up(backend: Backend) {
