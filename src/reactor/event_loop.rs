@@ -39,7 +39,7 @@ use crate::reactor::diagnostics::{self, Diagnostic, DiagnosticKind};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::{Remote, RemoteItem, Shared};
-use crate::reactor::runnable::{Key, LoopId, Runnable, Runnables};
+use crate::reactor::runnable::{Key, LoopId, RunnableRef, Runnables};
 use crate::reactor::timers::Timers;
 use crate::reactor::trace;
 use crate::reactor::ExceptionContext;
@@ -851,16 +851,19 @@ impl Inner {
     }
 
     /// Keeps `runnable` in the slab; its key is how wakers name it.
-    pub(crate) fn insert_runnable(&self, runnable: Rc<dyn Runnable>) -> Key {
+    #[inline]
+    pub(crate) fn insert_runnable(&self, runnable: RunnableRef) -> Key {
         self.runnables.borrow_mut().insert(self.id, runnable)
     }
 
     /// Forgets a finished runnable; its slot's generation moves on, so old keys miss.
+    #[inline]
     pub(crate) fn remove_runnable(&self, key: Key) {
         let removed = self.runnables.borrow_mut().remove(key);
         drop(removed); // outside the borrow
     }
 
+    #[inline]
     pub(crate) fn push_ready(&self, entry: Ready) {
         self.ready.borrow_mut().push_back(entry);
     }

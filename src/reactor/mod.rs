@@ -51,4 +51,4 @@ pub(crate) use diagnostics::panic_message;
 pub(crate) use event_loop::{find_loop, Inner};
 pub(crate) use ready::Ready;
 pub(crate) use remote::Shared;
-pub(crate) use runnable::{Abandoned, Key, Runnable};
+pub(crate) use runnable::{Abandoned, Key, Runnable, RunnableRef, Slot};

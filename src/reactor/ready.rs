@@ -25,7 +25,7 @@ use std::panic::Location;
 use std::rc::Rc;
 
 use crate::reactor::cells::Callback;
-use crate::reactor::runnable::Runnable;
+use crate::reactor::runnable::RunnableRef;
 use crate::reactor::EventLoop;
 
 /// A closure sent from another thread, with where it was sent from.
@@ -63,7 +63,7 @@ pub(crate) enum Ready {
     Io(Rc<IoWatcher>),
     Remote(RemoteCallback),
     /// One step of a runnable (a task of `src/task/`): queued at spawn and by each wake-up.
-    Step(Rc<dyn Runnable>),
+    Step(RunnableRef),
 }
 
 impl Ready {

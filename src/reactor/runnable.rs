@@ -8,17 +8,22 @@
 //! reverse. Read `remote.rs` next (how a wake-up crosses threads as a key).
 //!
 //! ```text
-//!   insert(rc) -> Key { loop, index, generation }     the task keeps its key in its waker
-//!   wake(key):  slab[index] with the same generation?  no -> a stale wake: ignored
+//!   insert(rc) -> Key { loop, index, generation }     the runnable keeps its slot (index,
+//!                                                      generation); its wakers name the key
+//!   wake(key):  slab[index] occupied, and its runnable's generation is the key's?
+//!               no  -> a stale wake: ignored
 //!               yes -> rc.try_queue()? -> push Ready::Step(rc)   (N wakes, one step queued)
-//!   remove(key): generation += 1, slot freed           later wakes with the old key miss
+//!   remove(key): the entry becomes Vacant { next free, generation + 1 }: later wakes miss
 //! ```
 //!
 //! A key's generation makes a wake-up for a finished runnable harmless even after its slot was
 //! reused, without any lookup table or allocation: the slot index finds the entry, the
-//! generation proves it is the same one.
+//! generation proves it is the same one. An entry is 16 bytes: an occupied one is the
+//! runnable's `Rc` (which knows its own generation), a vacant one keeps the slot's next
+//! generation and links the free slots (no separate free list).
 
 use std::panic::Location;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::reactor::EventLoop;
@@ -34,6 +39,32 @@ pub(crate) struct Key {
     pub(crate) generation: u32,
 }
 
+/// A [`Key`] without its loop: what a task keeps of its key (it knows its loop), 8 bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl Key {
+    /// The key of `slot` in the loop `loop_id`.
+    pub(crate) fn new(loop_id: LoopId, slot: Slot) -> Key {
+        Key {
+            loop_id,
+            index: slot.index,
+            generation: slot.generation,
+        }
+    }
+
+    /// The slot it names, without the loop.
+    pub(crate) fn slot(self) -> Slot {
+        Slot {
+            index: self.index,
+            generation: self.generation,
+        }
+    }
+}
+
 /// What [`Runnable::abandon`] did.
 pub(crate) enum Abandoned {
     /// It had already finished: nothing to drop.
@@ -44,11 +75,15 @@ pub(crate) enum Abandoned {
     DestructorPanicked(String),
 }
 
+/// How the loop holds a runnable: shared, and pinned (a task keeps its future inline in its
+/// cell, so the cell must never move: `Pin` says so, and lets the task poll it in place).
+pub(crate) type RunnableRef = Pin<Rc<dyn Runnable>>;
+
 /// Something the loop runs step by step: the reactor's whole view of a task.
 pub(crate) trait Runnable {
     /// Runs one step. Calls user code; must not let a panic escape (a task catches it and
     /// makes it the task's result).
-    fn run(self: Rc<Self>, event_loop: &EventLoop);
+    fn run(self: Pin<Rc<Self>>, event_loop: &EventLoop);
     /// Marks a step as queued and says whether the caller must queue it: `false` when one is
     /// queued already (N wakes before a step give one step) or the runnable is finished.
     fn try_queue(&self) -> bool;
@@ -59,6 +94,9 @@ pub(crate) trait Runnable {
     fn name(&self) -> Option<String>;
     /// Where it was created.
     fn location(&self) -> &'static Location<'static>;
+    /// The generation of the slab slot it occupies: the one in the [`Key`] that
+    /// [`Runnables::insert`] returned for it, which the runnable keeps.
+    fn generation(&self) -> u32;
     /// `name@location`, how traces and reports name it.
     fn label(&self) -> String {
         format!(
@@ -69,58 +107,105 @@ pub(crate) trait Runnable {
     }
 }
 
-/// The live runnables of one loop: a slab with a generation per slot.
-#[derive(Default)]
+/// One slot of the slab.
+enum Entry {
+    Occupied(RunnableRef),
+    /// `next_free`: the next vacant slot ([`NONE`] at the end of the list); `generation`: the
+    /// generation the slot's next occupant gets.
+    Vacant {
+        next_free: u32,
+        generation: u32,
+    },
+}
+
+/// The end of the free list.
+const NONE: u32 = u32::MAX;
+
+/// The live runnables of one loop: a slab with a generation per slot, its vacant slots linked
+/// through the entries themselves.
 pub(crate) struct Runnables {
-    slots: Vec<(u32, Option<Rc<dyn Runnable>>)>,
-    free: Vec<u32>,
+    entries: Vec<Entry>,
+    /// The most recently freed slot (reused first: its memory is the warmest), or [`NONE`].
+    free_head: u32,
     live: usize,
 }
 
+impl Default for Runnables {
+    fn default() -> Self {
+        Runnables {
+            entries: Vec::new(),
+            free_head: NONE,
+            live: 0,
+        }
+    }
+}
+
 impl Runnables {
-    /// Stores `runnable`; its key names this slot and this occupant.
-    pub(crate) fn insert(&mut self, loop_id: LoopId, runnable: Rc<dyn Runnable>) -> Key {
+    /// Stores `runnable`; its key names this slot and this occupant. The runnable must keep
+    /// the key's generation and report it ([`Runnable::generation`]).
+    #[inline]
+    pub(crate) fn insert(&mut self, loop_id: LoopId, runnable: RunnableRef) -> Key {
         self.live += 1;
-        let index = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize].1 = Some(runnable);
-                i
+        let index = self.free_head;
+        let generation = match self.entries.get_mut(index as usize) {
+            Some(entry) => {
+                let Entry::Vacant {
+                    next_free,
+                    generation,
+                } = *entry
+                else {
+                    unreachable!("the free list links vacant slots only");
+                };
+                self.free_head = next_free;
+                *entry = Entry::Occupied(runnable);
+                generation
             }
             None => {
-                self.slots.push((0, Some(runnable)));
-                (self.slots.len() - 1) as u32
+                self.entries.push(Entry::Occupied(runnable));
+                return Key {
+                    loop_id,
+                    index: (self.entries.len() - 1) as u32,
+                    generation: 0,
+                };
             }
         };
         Key {
             loop_id,
             index,
-            generation: self.slots[index as usize].0,
+            generation,
         }
     }
 
     /// The runnable `key` names, if it is still there.
     #[inline]
-    pub(crate) fn get(&self, key: Key) -> Option<&Rc<dyn Runnable>> {
-        match self.slots.get(key.index as usize) {
-            Some((generation, Some(runnable))) if *generation == key.generation => Some(runnable),
+    pub(crate) fn get(&self, key: Key) -> Option<&RunnableRef> {
+        match self.entries.get(key.index as usize) {
+            Some(Entry::Occupied(runnable)) if runnable.generation() == key.generation => {
+                Some(runnable)
+            }
             _ => None,
         }
     }
 
     /// Forgets the runnable `key` names (it finished); its slot's generation moves on, so old
     /// keys miss. Returns it, for the caller to drop outside any borrow.
-    pub(crate) fn remove(&mut self, key: Key) -> Option<Rc<dyn Runnable>> {
-        let slot = self.slots.get_mut(key.index as usize)?;
-        if slot.0 != key.generation {
-            return None;
+    #[inline]
+    pub(crate) fn remove(&mut self, key: Key) -> Option<RunnableRef> {
+        let entry = self.entries.get_mut(key.index as usize)?;
+        match entry {
+            Entry::Occupied(runnable) if runnable.generation() == key.generation => {}
+            _ => return None,
         }
-        slot.0 = slot.0.wrapping_add(1);
-        let removed = slot.1.take();
-        if removed.is_some() {
-            self.live -= 1;
-            self.free.push(key.index);
-        }
-        removed
+        let vacant = Entry::Vacant {
+            next_free: self.free_head,
+            generation: key.generation.wrapping_add(1),
+        };
+        let Entry::Occupied(removed) = std::mem::replace(entry, vacant) else {
+            unreachable!("checked just above");
+        };
+        self.free_head = key.index;
+        self.live -= 1;
+        Some(removed)
     }
 
     /// How many are live.
@@ -129,10 +214,16 @@ impl Runnables {
     }
 
     /// Empties the slab (the loop is closing); the caller abandons and drops them.
-    pub(crate) fn take_all(&mut self) -> Vec<Rc<dyn Runnable>> {
+    pub(crate) fn take_all(&mut self) -> Vec<RunnableRef> {
         self.live = 0;
-        self.free.clear();
-        self.slots.drain(..).filter_map(|(_, r)| r).collect()
+        self.free_head = NONE;
+        self.entries
+            .drain(..)
+            .filter_map(|entry| match entry {
+                Entry::Occupied(runnable) => Some(runnable),
+                Entry::Vacant { .. } => None,
+            })
+            .collect()
     }
 }
 
@@ -141,12 +232,16 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    struct Dummy(Cell<bool>);
+    /// A runnable that only keeps its generation, as a task does.
+    #[derive(Default)]
+    struct Dummy {
+        generation: Cell<u32>,
+    }
 
     impl Runnable for Dummy {
-        fn run(self: Rc<Self>, _: &EventLoop) {}
+        fn run(self: Pin<Rc<Self>>, _: &EventLoop) {}
         fn try_queue(&self) -> bool {
-            !self.0.replace(true)
+            true
         }
         fn abandon(&self) -> Abandoned {
             Abandoned::Dropped
@@ -157,21 +252,55 @@ mod tests {
         fn location(&self) -> &'static Location<'static> {
             Location::caller()
         }
+        fn generation(&self) -> u32 {
+            self.generation.get()
+        }
+    }
+
+    fn insert(slab: &mut Runnables) -> Key {
+        let dummy = Rc::pin(Dummy::default());
+        let key = slab.insert(1, dummy.clone());
+        dummy.generation.set(key.generation);
+        key
     }
 
     #[test]
     fn a_stale_key_misses_after_its_slot_is_reused() {
         let mut slab = Runnables::default();
-        let a = slab.insert(1, Rc::new(Dummy(Cell::new(false))));
+        let a = insert(&mut slab);
         assert!(slab.get(a).is_some());
         assert!(slab.remove(a).is_some());
         assert!(slab.remove(a).is_none(), "removing twice is a no-op");
-        let b = slab.insert(1, Rc::new(Dummy(Cell::new(false))));
+        let b = insert(&mut slab);
         assert_eq!(b.index, a.index, "the slot is reused");
+        assert_eq!(b.generation, a.generation + 1);
         assert!(slab.get(a).is_none(), "the old key misses");
+        assert!(slab.remove(a).is_none(), "the old key removes nothing");
         assert!(slab.get(b).is_some());
         assert_eq!(slab.live(), 1);
         assert_eq!(slab.take_all().len(), 1);
         assert_eq!(slab.live(), 0);
+    }
+
+    #[test]
+    fn freed_slots_are_reused_most_recent_first_then_the_slab_grows() {
+        let mut slab = Runnables::default();
+        let keys: Vec<Key> = (0..4).map(|_| insert(&mut slab)).collect();
+        assert_eq!(
+            keys.iter().map(|k| k.index).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        for &i in &[1, 3, 0] {
+            assert!(slab.remove(keys[i]).is_some());
+        }
+        assert_eq!(slab.live(), 1);
+        let reused: Vec<u32> = (0..4).map(|_| insert(&mut slab).index).collect();
+        assert_eq!(reused, [0, 3, 1, 4]);
+        assert_eq!(slab.live(), 5);
+        assert!(
+            slab.get(keys[2]).is_some(),
+            "an untouched slot keeps its occupant"
+        );
+        assert_eq!(slab.take_all().len(), 5);
     }
 }

@@ -7,9 +7,9 @@
 //! `waker.rs` next, then `run.rs` (spawn and `run_until_complete`), `promise.rs`, `time.rs`.
 //!
 //! ```text
-//!   spawn(fut) ──> TaskCell in the loop's slab ──> Ready::Step queued      Queued
-//!        step:  Queued -> Running; poll(fut, cx with the task's Waker)
-//!          Ready(v)  -> store v, drop the future, wake whoever awaits       Done
+//!   spawn(fut) ──> TaskCell (one allocation) in the loop's slab ──> Ready::Step queued   Queued
+//!        step:  Queued -> Running; poll(fut in place, cx with a waker lent for the step)
+//!          Ready(v)  -> drop the future, store v in its place, wake whoever awaits   Done
 //!          Pending   -> Waiting (or Queued, if woken during the poll)
 //!        wake (loop thread):  slab[key] -> try_queue: Waiting -> Queued, push Ready::Step
 //!        wake (other thread): Remote queue gets Wake(key) -> the loop does the above
@@ -21,7 +21,7 @@
 //! next step for the *next* iteration (the snapshot rule), which is how
 //! [`yield_now`](crate::yield_now) yields.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
@@ -30,12 +30,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use super::waker::TaskWaker;
+use evloop_sys::pin_cell::PinCell;
+
+use super::waker::{TaskWaker, WakerPair};
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
+use crate::reactor::Inner;
 use crate::reactor::Ready;
-use crate::reactor::{find_loop, Inner};
-use crate::reactor::{Abandoned, Key, Runnable};
+use crate::reactor::{Abandoned, Key, Runnable, RunnableRef, Slot};
 
 /// Why a task did not produce its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,21 +98,29 @@ pub(crate) enum Phase {
     Done { cancelled: bool },
 }
 
-/// What every task has, whatever its future.
+/// What every task has, whatever its future: the untyped half of its cell. Plain `Cell`s
+/// (values moved in and out, never borrowed), so no borrow flag costs memory or a check.
 pub(crate) struct Header {
     phase: Cell<Phase>,
-    /// The `Task` handle was dropped: nobody will read the output. Not part of the phase: it
-    /// says who holds the handle, and it stays true after the task finished.
+    /// Nobody will read the output: the `Task` handle was dropped, or it returned the output
+    /// already. Not part of the phase: it says who holds the handle, and it stays true after
+    /// the task finished.
     detached: Cell<bool>,
-    /// The task's key in the loop's slab while it is live.
-    key: Cell<Option<Key>>,
-    /// The task's waker, and the `Arc` behind it (kept so that it can be recycled for another
-    /// task once nobody else holds it: `TaskWaker::recycle`).
-    waker: RefCell<Option<(Waker, Arc<TaskWaker>)>>,
-    name: RefCell<Option<String>>,
-    location: &'static Location<'static>,
     /// Steps run so far (trace mode numbers them).
     steps: Cell<u32>,
+    /// The task's slot in its loop's slab (meaningful while it is live).
+    slot: Cell<Slot>,
+    /// The waker a future kept a clone of, reused for the task's next steps (`waker.rs`);
+    /// `None` while nobody holds one: each step then borrows one from the pool. Only the
+    /// `Arc` (one word, not three): a step makes the `Waker` from it again.
+    waker: Cell<Option<Arc<TaskWaker>>>,
+    /// The waker of whoever awaits the [`Task`].
+    join_waker: Cell<Option<Waker>>,
+    /// Boxed: most tasks have no name, and `Option<Box<String>>` is one word where
+    /// `Option<String>` is three (every task pays for the field, few use it).
+    #[allow(clippy::box_collection)]
+    name: Cell<Option<Box<String>>>,
+    location: &'static Location<'static>,
 }
 
 impl Header {
@@ -124,91 +134,116 @@ impl Header {
             Phase::Done { cancelled: true } | Phase::Running { cancel: true, .. }
         )
     }
-}
 
-/// One task: its future (pinned in a box, so no `unsafe` pin projection is needed), its
-/// output once done, and the waker of whoever awaits its [`Task`].
-pub(crate) struct TaskCell<F: Future> {
-    header: Header,
-    future: RefCell<Option<Pin<Box<F>>>>,
-    output: RefCell<Option<Result<F::Output, TaskError>>>,
-    join_waker: RefCell<Option<Waker>>,
-}
-
-impl<F: Future> TaskCell<F> {
-    /// Drops the future, outside any borrow: its destructor is user code (it may release
-    /// timers and I/O interest, wake other tasks, or panic). A panic is caught and its
-    /// message returned: it must not unwind into the loop (or into `cancel()`), and the
-    /// task's bookkeeping after the drop must still happen.
-    fn drop_future(&self) -> Option<String> {
-        let future = self.future.borrow_mut().take();
-        catch_unwind(AssertUnwindSafe(move || drop(future)))
-            .err()
-            .map(|payload| panic_message(&*payload))
+    fn name(&self) -> Option<String> {
+        let name = self.name.take();
+        let copy = name.as_deref().cloned();
+        self.name.set(name);
+        copy
     }
-}
 
-impl<F: Future + 'static> TaskCell<F> {
-    fn finish(self: &Rc<Self>, event_loop: &EventLoop, mut result: Result<F::Output, TaskError>) {
-        let h = &self.header;
-        let cancelled = matches!(result, Err(TaskError::Cancelled))
-            || matches!(h.phase.get(), Phase::Running { cancel: true, .. });
-        h.phase.set(Phase::Done { cancelled });
-        if let Some(msg) = self.drop_future() {
-            match result {
-                // Cancelled, and the destructor panicked: the panic is the task's outcome
-                // (as when a step panics), so whoever awaits the task receives it.
-                Err(TaskError::Cancelled) => result = Err(TaskError::Panicked(msg)),
-                // The task already has an outcome (its value, or an earlier panic): keep it,
-                // and report the destructor's panic, which nobody else can receive.
-                _ => self.report(
-                    event_loop,
-                    format!("a task's future panicked in its destructor after it finished: {msg}"),
-                ),
-            }
-        }
-        if let Some(key) = h.key.take() {
-            event_loop.inner.remove_runnable(key);
-        }
-        let waker = h.waker.borrow_mut().take();
-        if let Some((waker, arc)) = waker {
-            drop(waker);
-            TaskWaker::recycle(arc);
-        }
-        let panicked = match &result {
-            Err(TaskError::Panicked(msg)) => Some(msg.clone()),
-            _ => None,
-        };
-        *self.output.borrow_mut() = Some(result);
-        if let (Some(msg), true) = (&panicked, h.detached.get()) {
-            self.report_unretrieved(event_loop, msg);
-        }
-        let joiner = self.join_waker.borrow_mut().take();
-        if let Some(w) = joiner {
-            w.wake();
+    /// The waker for the next step: the one the task kept, or one lent by the pool.
+    #[inline]
+    fn waker_for_step(&self, inner: &Inner) -> WakerPair {
+        match self.waker.take() {
+            Some(kept) => TaskWaker::resume(kept),
+            None => TaskWaker::lend(Key::new(inner.id, self.slot.get()), inner.remote_shared()),
         }
     }
 
-    fn report_unretrieved(&self, event_loop: &EventLoop, msg: &str) {
-        self.report(
+    /// After a step: a waker nobody else holds goes back to the pool; one a future kept a
+    /// clone of stays with the task (so its next steps use the same waker, and `will_wake`
+    /// holds), unless the task finished.
+    #[inline]
+    fn release_waker(&self, pair: WakerPair) {
+        if self.is_done() || TaskWaker::is_unshared(&pair) {
+            TaskWaker::recycle(pair);
+        } else {
+            self.waker.set(Some(pair.1));
+        }
+    }
+}
+
+/// One task, in one allocation (an `Rc`, pinned): the [`Header`], and the future pinned in
+/// place until it is replaced by its output ([`PinCell`] does the one pin projection this
+/// needs, in `evloop-sys`, so this crate stays free of `unsafe`).
+pub(crate) type TaskCell<F> = PinCell<Header, F, Result<<F as Future>::Output, TaskError>>;
+
+/// Stores the task's outcome in place of its future, which is dropped where it lies. Its
+/// destructor is user code (it may release timers and I/O interest, wake other tasks, or
+/// panic); the header is not borrowed meanwhile, and the cell reads as holding no output yet.
+/// A panic is caught and its message returned: it must not unwind into the loop (or into
+/// `cancel()`), and the task's bookkeeping afterwards must still happen. The outcome is
+/// stored all the same.
+fn store_outcome<F: Future>(
+    cell: &TaskCell<F>,
+    outcome: Result<F::Output, TaskError>,
+) -> Option<String> {
+    catch_unwind(AssertUnwindSafe(|| cell.set_result(outcome)))
+        .err()
+        .map(|payload| panic_message(&*payload))
+}
+
+/// Finishes a task: drops its future, stores its outcome, leaves the slab, wakes its awaiter.
+fn finish<F: Future + 'static>(
+    cell: &TaskCell<F>,
+    event_loop: &EventLoop,
+    outcome: Result<F::Output, TaskError>,
+) {
+    let h: &Header = cell;
+    let was_cancelled = matches!(outcome, Err(TaskError::Cancelled));
+    let cancelled = was_cancelled || matches!(h.phase.get(), Phase::Running { cancel: true, .. });
+    h.phase.set(Phase::Done { cancelled });
+    // Kept for the "never retrieved" report below (the outcome moves into the cell).
+    let mut panicked = match &outcome {
+        Err(TaskError::Panicked(msg)) => Some(msg.clone()),
+        _ => None,
+    };
+    if let Some(msg) = store_outcome(cell, outcome) {
+        if was_cancelled {
+            // Cancelled, and the destructor panicked: the panic is the task's outcome
+            // (as when a step panics), so whoever awaits the task receives it.
+            cell.set_result(Err(TaskError::Panicked(msg.clone())));
+            panicked = Some(msg);
+        } else {
+            // The task already has an outcome (its value, or an earlier panic): keep it,
+            // and report the destructor's panic, which nobody else can receive.
+            report(
+                h,
+                event_loop,
+                format!("a task's future panicked in its destructor after it finished: {msg}"),
+            );
+        }
+    }
+    let inner = &event_loop.inner;
+    inner.remove_runnable(Key::new(inner.id, h.slot.get()));
+    if let Some(kept) = h.waker.take() {
+        TaskWaker::recycle(TaskWaker::resume(kept));
+    }
+    // Detached (now: the destructor may have dropped the handle): nobody will see the panic.
+    if let (Some(msg), true) = (panicked, h.detached.get()) {
+        report(
+            h,
             event_loop,
             format!("task exception was never retrieved: {msg}"),
         );
     }
-
-    fn report(&self, event_loop: &EventLoop, message: String) {
-        let h = &self.header;
-        event_loop.report_exception(&crate::reactor::ExceptionContext {
-            message,
-            task_name: h.name.borrow().clone(),
-            location: Some(h.location),
-        });
+    if let Some(w) = h.join_waker.take() {
+        w.wake();
     }
 }
 
+fn report(h: &Header, event_loop: &EventLoop, message: String) {
+    event_loop.report_exception(&crate::reactor::ExceptionContext {
+        message,
+        task_name: h.name(),
+        location: Some(h.location),
+    });
+}
+
 impl<F: Future + 'static> Runnable for TaskCell<F> {
-    fn run(self: Rc<Self>, event_loop: &EventLoop) {
-        let h = &self.header;
+    fn run(self: Pin<Rc<Self>>, event_loop: &EventLoop) {
+        let h: &Header = &self;
         if h.is_done() {
             return; // cancelled while its step was queued
         }
@@ -216,22 +251,17 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
             woken: false,
             cancel: false,
         });
-        // Borrowed, not cloned: no reference-count traffic per step. Nothing takes the waker
-        // while the task runs (finish and abandon happen outside its poll).
-        let waker_slot = h.waker.borrow();
-        let Some((waker, _)) = waker_slot.as_ref() else {
+        let waker = h.waker_for_step(&event_loop.inner);
+        let mut cx = Context::from_waker(&waker.0);
+        // Calls user code. A panic is caught and becomes the task's result.
+        let polled = self
+            .as_ref()
+            .with_pinned(|future| catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))));
+        let Some(polled) = polled else {
+            // Not reached: a task whose future is gone is done.
+            h.release_waker(waker);
             return;
         };
-        let mut cx = Context::from_waker(waker);
-        let polled = {
-            let mut slot = self.future.borrow_mut();
-            let Some(future) = slot.as_mut() else {
-                return;
-            };
-            // Calls user code. A panic is caught and becomes the task's result.
-            catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)))
-        };
-        drop(waker_slot);
         h.steps.set(h.steps.get() + 1);
         if event_loop.inner.trace_on() {
             event_loop.inner.emit(trace::task_step(
@@ -242,24 +272,25 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
             ));
         }
         match polled {
-            Ok(Poll::Ready(value)) => self.finish(event_loop, Ok(value)),
+            Ok(Poll::Ready(value)) => finish(&self, event_loop, Ok(value)),
             Ok(Poll::Pending) => match h.phase.get() {
                 Phase::Running { cancel: true, .. } => {
-                    self.finish(event_loop, Err(TaskError::Cancelled))
+                    finish(&self, event_loop, Err(TaskError::Cancelled))
                 }
                 Phase::Running { woken: true, .. } => h.phase.set(Phase::Queued),
                 _ => h.phase.set(Phase::Waiting),
             },
             Err(payload) => {
                 let msg = panic_message(&*payload);
-                self.finish(event_loop, Err(TaskError::Panicked(msg)));
+                finish(&self, event_loop, Err(TaskError::Panicked(msg)));
             }
         }
+        h.release_waker(waker);
     }
 
     #[inline]
     fn try_queue(&self) -> bool {
-        let h = &self.header;
+        let h: &Header = self;
         match h.phase.get() {
             Phase::Waiting => {
                 h.phase.set(Phase::Queued);
@@ -280,18 +311,16 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
     }
 
     fn abandon(&self) -> Abandoned {
-        let h = &self.header;
+        let h: &Header = self;
         if h.is_done() {
             return Abandoned::AlreadyDone;
         }
         h.phase.set(Phase::Done { cancelled: true });
-        h.key.take();
-        h.waker.borrow_mut().take();
-        let panicked = self.drop_future();
+        drop(h.waker.take());
         // The outcome stays `Cancelled` even if the destructor panicked: with no loop to
         // run on, the caller (the loop's close) reports that panic itself.
-        *self.output.borrow_mut() = Some(Err(TaskError::Cancelled));
-        if let Some(w) = self.join_waker.borrow_mut().take() {
+        let panicked = store_outcome(self, Err(TaskError::Cancelled));
+        if let Some(w) = h.join_waker.take() {
             w.wake();
         }
         match panicked {
@@ -301,11 +330,16 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
     }
 
     fn name(&self) -> Option<String> {
-        self.header.name.borrow().clone()
+        Header::name(self)
     }
 
     fn location(&self) -> &'static Location<'static> {
-        self.header.location
+        self.location
+    }
+
+    #[inline]
+    fn generation(&self) -> u32 {
+        self.slot.get().generation
     }
 }
 
@@ -322,32 +356,40 @@ fn polled_outcome<T, E>(polled: &Result<Poll<T>, E>) -> &'static str {
 trait JoinCell<T> {
     fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>>;
     fn header(&self) -> &Header;
-    fn cancel(self: Rc<Self>);
-    fn take_unretrieved_panic(&self) -> Option<String>;
+    /// `owner`: the task's loop, if it is still alive.
+    fn cancel(&self, owner: Option<Rc<Inner>>);
+    /// The handle is being dropped: marks the task detached, and returns the message of a
+    /// panic it finished with that nobody took (to be reported: the last chance).
+    fn detach(&self) -> Option<String>;
 }
 
 impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
     fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<F::Output, TaskError>> {
-        if let Some(out) = self.output.borrow_mut().take() {
+        // A finished task answers at once: no waker is stored, no wake-up round trip.
+        if let Some(out) = self.take_result() {
+            // Taken: dropping the handle later has nothing left to report.
+            self.detached.set(true);
             return Poll::Ready(out);
         }
-        if self.header.is_done() {
+        let h: &Header = self;
+        if h.is_done() {
             panic!("a Task was polled again after it returned its result");
         }
-        let mut jw = self.join_waker.borrow_mut();
-        match jw.as_ref() {
+        let mut jw = h.join_waker.take();
+        match &jw {
             Some(w) if w.will_wake(cx.waker()) => {}
-            _ => *jw = Some(cx.waker().clone()),
+            _ => jw = Some(cx.waker().clone()),
         }
+        h.join_waker.set(jw);
         Poll::Pending
     }
 
     fn header(&self) -> &Header {
-        &self.header
+        self
     }
 
-    fn cancel(self: Rc<Self>) {
-        let h = &self.header;
+    fn cancel(&self, owner: Option<Rc<Inner>>) {
+        let h: &Header = self;
         match h.phase.get() {
             Phase::Done { .. } => return,
             Phase::Running { woken, .. } => {
@@ -360,25 +402,32 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
             }
             Phase::Queued | Phase::Waiting => {}
         }
-        let owner = h.key.get().and_then(|k| find_loop(k.loop_id));
         match owner {
             // Drop the future now: prompt release of its timers and I/O interest.
-            Some(inner) => self.finish(&EventLoop { inner }, Err(TaskError::Cancelled)),
+            Some(inner) => finish(self, &EventLoop { inner }, Err(TaskError::Cancelled)),
             None => {
                 if let Abandoned::DestructorPanicked(msg) = self.abandon() {
                     // No loop to report to; the caller of `cancel` holds the task, so its
                     // outcome carries the panic, as when the loop is alive.
-                    *self.output.borrow_mut() = Some(Err(TaskError::Panicked(msg)));
+                    self.set_result(Err(TaskError::Panicked(msg)));
                 }
             }
         }
     }
 
-    fn take_unretrieved_panic(&self) -> Option<String> {
-        match self.output.borrow().as_ref() {
-            Some(Err(TaskError::Panicked(msg))) => Some(msg.clone()),
-            _ => None,
+    fn detach(&self) -> Option<String> {
+        let h: &Header = self;
+        if h.detached.replace(true) {
+            return None; // the output was taken: nothing left to report
         }
+        if !h.is_done() {
+            return None; // `finish` reports its panic, if any
+        }
+        self.inspect_result(|out| match out {
+            Err(TaskError::Panicked(msg)) => Some(msg.clone()),
+            _ => None,
+        })
+        .flatten()
     }
 }
 
@@ -406,7 +455,7 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
 /// ```
 #[must_use = "dropping a Task detaches it; await it to get its output"]
 pub struct Task<T> {
-    cell: Rc<dyn JoinCell<T>>,
+    cell: Pin<Rc<dyn JoinCell<T>>>,
     event_loop: std::rc::Weak<Inner>,
 }
 
@@ -430,7 +479,7 @@ impl<T> Task<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn cancel(&self) {
-        self.cell.clone().cancel();
+        self.cell.cancel(self.event_loop.upgrade());
     }
 
     /// Whether the task finished (with a value, an error, or cancelled).
@@ -486,7 +535,7 @@ impl<T> Task<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn set_name(&self, name: impl Into<String>) {
-        *self.cell.header().name.borrow_mut() = Some(name.into());
+        self.cell.header().name.set(Some(Box::new(name.into())));
     }
 
     /// The task's name, if it has one.
@@ -502,7 +551,7 @@ impl<T> Task<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn name(&self) -> Option<String> {
-        self.cell.header().name.borrow().clone()
+        self.cell.header().name()
     }
 
     /// Where the task was spawned.
@@ -531,13 +580,12 @@ impl<T> Future for Task<T> {
 
 impl<T> Drop for Task<T> {
     fn drop(&mut self) {
-        let h = self.cell.header();
-        h.detached.set(true);
-        if let Some(msg) = self.cell.take_unretrieved_panic() {
+        if let Some(msg) = self.cell.detach() {
+            let h = self.cell.header();
             if let Some(inner) = self.event_loop.upgrade() {
                 EventLoop { inner }.report_exception(&crate::reactor::ExceptionContext {
                     message: format!("task exception was never retrieved: {msg}"),
-                    task_name: h.name.borrow().clone(),
+                    task_name: h.name(),
                     location: Some(h.location),
                 });
             }
@@ -549,14 +597,15 @@ impl<T> fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let h = self.cell.header();
         f.debug_struct("Task")
-            .field("name", &h.name.borrow())
+            .field("name", &h.name())
             .field("phase", &h.phase.get())
             .field("spawned_at", &format_args!("{}", h.location))
             .finish()
     }
 }
 
-/// Creates the cell, puts it in the loop's slab, gives it a waker, queues its first step.
+/// Creates the cell (the task's one allocation), puts it in the loop's slab, queues its first
+/// step. No waker yet: the first step borrows one (`waker.rs`).
 pub(crate) fn spawn_on<F>(
     event_loop: &EventLoop,
     future: F,
@@ -566,25 +615,19 @@ where
     F: Future + 'static,
 {
     let inner = &event_loop.inner;
-    let cell = Rc::new(TaskCell {
-        header: Header {
-            phase: Cell::new(Phase::Queued),
-            detached: Cell::new(false),
-            key: Cell::new(None),
-            waker: RefCell::new(None),
-            name: RefCell::new(None),
-            location,
-            steps: Cell::new(0),
-        },
-        future: RefCell::new(Some(Box::pin(future))),
-        output: RefCell::new(None),
-        join_waker: RefCell::new(None),
-    });
-    let run: Rc<dyn Runnable> = cell.clone();
-    let key = inner.insert_runnable(run.clone());
-    cell.header.key.set(Some(key));
-    let arc = TaskWaker::for_task(key, inner.remote_shared());
-    *cell.header.waker.borrow_mut() = Some((Waker::from(arc.clone()), arc));
+    let header = Header {
+        phase: Cell::new(Phase::Queued),
+        detached: Cell::new(false),
+        steps: Cell::new(0),
+        slot: Cell::new(Slot::default()),
+        waker: Cell::new(None),
+        join_waker: Cell::new(None),
+        name: Cell::new(None),
+        location,
+    };
+    let cell: Pin<Rc<TaskCell<F>>> = Rc::pin(PinCell::new(header, future));
+    let run: RunnableRef = cell.clone();
+    cell.slot.set(inner.insert_runnable(run.clone()).slot());
     inner.push_ready(Ready::Step(run));
     Task {
         cell,

@@ -5,41 +5,66 @@
 //! queue (`src/reactor/remote.rs`). Read `core.rs` first (the task cell a waker wakes), then this.
 //!
 //! ```text
-//!  TaskWaker { key, owner thread, the loop's Remote }        Send + Sync (std::task::Wake)
+//!  TaskWaker { loop id, slot, owner thread, loop's Remote }  Send + Sync (std::task::Wake)
 //!    wake on the owner thread:  find_loop(key.loop_id) -> Inner::wake(key)   no lock
 //!    wake from another thread:  Remote queue <- Wake(key); the loop's waker fires
 //!  MainWaker { woken flag, owner, Remote }                   run_until_complete's future
 //! ```
 //!
-//! A task gets its waker once, at spawn. When it finishes and nobody else holds its waker
-//! (no future stored a clone, no other thread has one), the `Arc` goes back to a per-thread
-//! pool and the next spawn reuses it: a steady stream of tasks allocates no wakers at all.
+//! A task's waker is *lent* for each step from a per-thread pool, with the task's key written
+//! in, and given back after the step unless the future kept a clone of it (it stored it to be
+//! woken later: then the task keeps that waker for its next steps, so `will_wake` holds, and
+//! gives it back when it finishes and nobody holds a clone any more). A task that finishes in
+//! one step, or wakes itself only during its own polls (`yield_now`), never owns a waker: a
+//! steady stream of tasks, or of wake-ups, allocates no wakers at all, however many tasks are
+//! alive at once.
+//!
+//! ```text
+//!  step:  task.waker.take()  or  lend(key): SPARE or POOL.pop(), key written in (a store)
+//!         poll(cx with it)
+//!         nobody else holds it (strong count 2: the pair below)?  SPARE (the one there to
+//!         POOL)  :  the task keeps its Arc
+//! ```
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::Wake;
+use std::task::{Wake, Waker};
 use std::thread::ThreadId;
 
 use crate::reactor::find_loop;
 use crate::reactor::Key;
 use crate::reactor::Shared;
 
-/// The waker of one task: its key, the loop's thread, the loop's cross-thread queue.
+/// The waker of one task (of the one it is lent to): its key, the loop's thread, the loop's
+/// cross-thread queue.
 pub(crate) struct TaskWaker {
-    pub(crate) key: Key,
+    /// The loop whose tasks it wakes (fixed: a pooled waker serves one loop).
+    loop_id: u64,
+    /// The task's slab index (high half) and generation (low half), rewritten each time the
+    /// waker is lent. Atomic only because `Wake` needs `Sync`: it is written while nobody
+    /// else holds the waker, so `Relaxed` suffices (a clone handed to another thread later
+    /// carries the happens-before of that hand-over).
+    slot: AtomicU64,
     owner: ThreadId,
     remote: Arc<Shared>,
 }
 
+/// A waker and the `Arc` behind it: the `Arc` tells (by its strong count) whether anybody
+/// else holds a clone, and is what the pool keeps.
+pub(crate) type WakerPair = (Waker, Arc<TaskWaker>);
+
 thread_local! {
     static THIS_THREAD: ThreadId = std::thread::current().id();
-    /// Wakers of finished tasks that nobody else holds, ready for the next spawn on this
-    /// thread (a loop lives on one thread, so its tasks' wakers do too).
-    static POOL: RefCell<Vec<Arc<TaskWaker>>> = const { RefCell::new(Vec::new()) };
+    /// The waker given back last, lent first: a stream of steps that keep no waker passes
+    /// this one from step to step without touching the pool's vector.
+    static SPARE: Cell<Option<WakerPair>> = const { Cell::new(None) };
+    /// Wakers nobody else holds, ready to be lent for a step on this thread (a loop lives on
+    /// one thread, so its tasks' wakers do too).
+    static POOL: RefCell<Vec<WakerPair>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The most wakers the pool keeps.
+/// The most wakers the pool keeps (besides the spare).
 const POOL_MAX: usize = 1024;
 
 /// This thread's id, cached (the std call takes a lock-free but non-trivial path).
@@ -47,39 +72,85 @@ pub(crate) fn this_thread() -> ThreadId {
     THIS_THREAD.with(|t| *t)
 }
 
+fn pack(key: Key) -> u64 {
+    (u64::from(key.index) << 32) | u64::from(key.generation)
+}
+
 impl TaskWaker {
-    /// A waker for the task `key` of the loop whose queue is `remote`: a recycled one if the
-    /// pool has one, else a new `Arc`.
-    pub(crate) fn for_task(key: Key, remote: &Arc<Shared>) -> Arc<TaskWaker> {
-        let recycled = POOL.with(|p| p.borrow_mut().pop());
-        if let Some(mut arc) = recycled {
+    /// A waker naming the task `key` of the loop whose queue is `remote`, for one step: a
+    /// pooled one if the pool has one for this loop, else a new `Arc`.
+    #[inline]
+    pub(crate) fn lend(key: Key, remote: &Arc<Shared>) -> WakerPair {
+        let pooled = match SPARE.with(Cell::take) {
+            Some(pair) => Some(pair),
+            None => POOL.with(|p| p.borrow_mut().pop()),
+        };
+        if let Some(pair) = pooled {
+            if pair.1.loop_id == key.loop_id {
+                pair.1.slot.store(pack(key), Ordering::Relaxed);
+                return pair;
+            }
+            // A waker of another loop of this thread (or of one that is gone): made over to
+            // this loop. Without its `Waker` nobody else holds the `Arc`, so it can change.
+            let (waker, mut arc) = pair;
+            drop(waker);
             if let Some(w) = Arc::get_mut(&mut arc) {
-                w.key = key;
-                if !Arc::ptr_eq(&w.remote, remote) {
-                    w.remote = remote.clone(); // another loop of this thread
-                }
-                return arc;
+                w.loop_id = key.loop_id;
+                *w.slot.get_mut() = pack(key);
+                w.remote = remote.clone();
+                return (Waker::from(arc.clone()), arc);
             }
         }
-        Arc::new(TaskWaker {
-            key,
+        let arc = Arc::new(TaskWaker {
+            loop_id: key.loop_id,
+            slot: AtomicU64::new(pack(key)),
             owner: this_thread(),
             remote: remote.clone(),
-        })
+        });
+        (Waker::from(arc.clone()), arc)
     }
 
-    /// Keeps a finished task's waker for reuse, if nobody else holds it (a clone stored by a
-    /// future, or sent to another thread, keeps it out of the pool: it must go on naming the
-    /// old, finished task, whose wakes are no-ops).
-    pub(crate) fn recycle(mut arc: Arc<TaskWaker>) {
-        if Arc::get_mut(&mut arc).is_some() {
-            // `try_with`: at thread exit the pool may be gone; the Arc is then simply dropped.
-            let _ = POOL.try_with(|p| {
-                let mut pool = p.borrow_mut();
-                if pool.len() < POOL_MAX {
-                    pool.push(arc);
-                }
-            });
+    /// The waker a task kept (a future stored a clone), made ready for another step.
+    #[inline]
+    pub(crate) fn resume(kept: Arc<TaskWaker>) -> WakerPair {
+        (Waker::from(kept.clone()), kept)
+    }
+
+    /// Whether nobody but `pair` holds this waker (no future kept a clone).
+    #[inline]
+    pub(crate) fn is_unshared(pair: &WakerPair) -> bool {
+        // Our `Arc` and the `Waker` made from it: 2. A count of 2 cannot grow behind our
+        // back, since a clone can only be made from a reference somebody holds.
+        Arc::strong_count(&pair.1) == 2
+    }
+
+    /// Gives `pair` back to the pool if nobody else holds it; otherwise drops it (the clones
+    /// go on naming their task: once it is finished, their wakes are no-ops).
+    #[inline]
+    pub(crate) fn recycle(pair: WakerPair) {
+        if !Self::is_unshared(&pair) {
+            return;
+        }
+        // `try_with`: at thread exit the spare and the pool may be gone; a pair is then
+        // simply dropped.
+        let Ok(Some(older)) = SPARE.try_with(|s| s.replace(Some(pair))) else {
+            return;
+        };
+        let _ = POOL.try_with(|p| {
+            let mut pool = p.borrow_mut();
+            if pool.len() < POOL_MAX {
+                pool.push(older);
+            }
+        });
+    }
+
+    /// The key of the task it names now.
+    fn key(&self) -> Key {
+        let slot = self.slot.load(Ordering::Relaxed);
+        Key {
+            loop_id: self.loop_id,
+            index: (slot >> 32) as u32,
+            generation: slot as u32,
         }
     }
 }
@@ -90,12 +161,13 @@ impl Wake for TaskWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        let key = self.key();
         if this_thread() == self.owner {
-            if let Some(inner) = find_loop(self.key.loop_id) {
-                inner.wake(self.key, false);
+            if let Some(inner) = find_loop(key.loop_id) {
+                inner.wake(key, false);
             }
         } else {
-            self.remote.wake_key(self.key);
+            self.remote.wake_key(key);
         }
     }
 }

@@ -6,7 +6,9 @@
 //! `#![forbid(unsafe_code)]` and talks to the kernel only through what is exported here.
 //!
 //! It knows fds, [`Interest`], [`Event`], `Duration` and `io::Error`, and nothing of
-//! callbacks, handles, futures or loops (as Python's `selectors` knows nothing of `asyncio`).
+//! callbacks, handles, futures or loops (as Python's `selectors` knows nothing of `asyncio`);
+//! [`pin_cell`], generic over what it pins, is the one piece here that exists for the layers
+//! above rather than for the kernel.
 //!
 //! Read in this order:
 //! 1. [`cvt`]: `-1`/`errno` to `io::Error`, and the EINTR policy, in one place.
@@ -21,11 +23,13 @@
 //!    a loop checks to refuse running in the child of a `fork()`.
 //! 6. [`socket`]: the socket syscalls of `evloop::net` (creation, socket pairs, addresses,
 //!    options, stream and datagram I/O), one file per concern under `socket/`.
+//! 7. [`pin_cell`]: not a syscall but the one pin projection evloop needs: a header beside a
+//!    value pinned in place, in one allocation (evloop's task cells keep their future in it).
 //!
 //! Imports run one way, from the top layer down: the selectors (and the benchmark floors)
 //! build on [`waker`], [`fd`], [`cvt`] and [`timeout`]; [`waker`], [`signal`] and [`socket`]
-//! on [`fd`] and [`cvt`], and none of the three on another; [`fd`] on [`cvt`]; [`cvt`] and
-//! [`timeout`] import nothing of the crate. No file imports one above it.
+//! on [`fd`] and [`cvt`], and none of the three on another; [`fd`] on [`cvt`]; [`cvt`],
+//! [`timeout`] and [`pin_cell`] import nothing of the crate. No file imports one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
 //! `epoll_wait`, and so on, and everything else goes through it.
@@ -90,6 +94,7 @@ pub mod fd;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod floor;
+pub mod pin_cell;
 pub mod process;
 pub mod selector;
 pub mod signal;
