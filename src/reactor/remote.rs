@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use evloop_sys::Waker;
 
-use crate::reactor::ready::RemoteCallback;
+use crate::reactor::ready::{Posted, RemoteCallback};
 use crate::reactor::runnable::Key;
 use crate::reactor::EventLoop;
 
@@ -227,12 +227,8 @@ impl Remote {
         callback: impl FnOnce(&EventLoop) + Send + 'static,
     ) -> Result<(), LoopClosed> {
         let location = Location::caller();
-        self.shared.post(|| {
-            Some(RemoteItem::Call(RemoteCallback {
-                callback: Box::new(callback),
-                location,
-            }))
-        })
+        self.shared
+            .post(|| Some(RemoteItem::Call(Box::new(Posted { callback, location }))))
     }
 
     /// Wakes the loop without scheduling anything: its current or next wait returns at once.
