@@ -113,6 +113,10 @@ pub(crate) struct Inner {
     pub(crate) trace: Cell<bool>,
     pub(crate) slow_callback: Cell<Duration>,
     pub(crate) stats: StatsCells,
+    /// While step 6 runs an I/O callback: how many tasks it has woken so far. Their steps go
+    /// to the front of the ready deque, in order, and run right after the callback, in the
+    /// same pass (`iteration.rs`, `run_ready`). `None` otherwise: a wake queues at the back.
+    pub(crate) woken_by_io: Cell<Option<usize>>,
 }
 
 /// The counters behind [`Stats`].
@@ -237,6 +241,7 @@ impl EventLoop {
                 trace: Cell::new(env_on("EVLOOP_TRACE")),
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
                 stats: StatsCells::default(),
+                woken_by_io: Cell::new(None),
             }),
         };
         LOOPS.with(|l| {
@@ -811,7 +816,9 @@ impl EventLoop {
 impl Inner {
     /// Queues the next step of the runnable `key`, unless one is queued already (N wakes
     /// before a step give one step) or it is gone (a stale wake is a no-op). `from_thread`
-    /// says where the wake came from, for trace mode.
+    /// says where the wake came from, for trace mode. At the back of the ready deque, except
+    /// during an I/O callback: then right behind that callback, in the same pass
+    /// (`docs/03-one-iteration.md`, "Tasks woken by I/O").
     #[inline]
     pub(crate) fn wake(&self, key: Key, from_thread: bool) {
         if key.loop_id != self.id {
@@ -831,7 +838,22 @@ impl Inner {
             ));
         }
         if queued {
-            self.ready.borrow_mut().push_back(Ready::Step(runnable));
+            let mut ready = self.ready.borrow_mut();
+            match self.woken_by_io.get() {
+                // Woken by the I/O callback step 6 is running: the step goes right behind the
+                // ones that callback woke before, at the front, and runs in this pass.
+                Some(k) => {
+                    // `min`: a callback that closed the loop emptied the deque meanwhile.
+                    let k = k.min(ready.len());
+                    if k == 0 {
+                        ready.push_front(Ready::Step(runnable));
+                    } else {
+                        ready.insert(k, Ready::Step(runnable));
+                    }
+                    self.woken_by_io.set(Some(k + 1));
+                }
+                None => ready.push_back(Ready::Step(runnable)),
+            }
         }
     }
 
