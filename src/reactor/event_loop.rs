@@ -129,6 +129,8 @@ pub(crate) struct StatsCells {
     pub(crate) timers_fired: Cell<u64>,
     pub(crate) wakeups: Cell<u64>,
     pub(crate) time_blocked: Cell<Duration>,
+    pub(crate) reads_would_block: Cell<u64>,
+    pub(crate) writes_would_block: Cell<u64>,
 }
 
 pub(crate) fn bump(c: &Cell<u64>, n: u64) {
@@ -739,6 +741,8 @@ impl EventLoop {
             wakeups: s.wakeups.get(),
             time_blocked: s.time_blocked.get(),
             interest_changes: registry.as_ref().map_or(0, |r| r.interest_changes),
+            reads_would_block: s.reads_would_block.get(),
+            writes_would_block: s.writes_would_block.get(),
             ready: self.inner.ready.borrow().len(),
             timers: timers.live(),
             fds: registry.as_ref().map_or(0, |r| r.len()),
@@ -973,6 +977,17 @@ pub struct Stats {
     /// re-registrations that had to make a new registration). epoll's check for a reused fd
     /// (`EPOLL_CTL_ADD` answered `EEXIST`) changes nothing and is not counted.
     pub interest_changes: u64,
+    /// Reads through [`Async`](crate::net::Async) that the kernel answered `WouldBlock`
+    /// (`EAGAIN`): the streams' `read` and `peek` (and their `poll_*` forms), the datagram
+    /// receives and `read_with`. An `Async` tries a read only when readiness was reported
+    /// since its last `WouldBlock` (and takes a short stream read as "drained"), so in a
+    /// steady request-response exchange this stays still (`docs/12-sockets.md`). Accepts are
+    /// not counted.
+    pub reads_would_block: u64,
+    /// Writes through [`Async`](crate::net::Async) that the kernel answered `WouldBlock`:
+    /// the streams' `write` and `write_all`, the datagram sends and `write_with`. As
+    /// [`reads_would_block`](Stats::reads_would_block).
+    pub writes_would_block: u64,
     /// Entries in the ready deque now.
     pub ready: usize,
     /// Live timers now.
