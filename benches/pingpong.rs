@@ -2,22 +2,22 @@
 //!
 //! **What is measured.** The echo server *and* its clients are tasks on one loop, on one thread:
 //! a client task writes 64 bytes and reads them back, the server task of that connection reads
-//! and writes them back, both through [`TcpStream`] (try the syscall, await readiness on
-//! `WouldBlock`). So each round trip costs the loop two wake-ups (one per side) and four
-//! successful syscalls (a `send` and a `recv` on each side), plus its share of the selector
-//! calls. That is the number evloop controls. Measuring a server alone against a C client in
-//! another process (`cargo run --release --example tcp_echo -- --serve PORT` beside the peer
-//! loops' echo servers) is a different experiment: its syscall counts are the server's only.
+//! and writes them back, both through [`TcpStream`] (try the syscall when readiness may be
+//! there, await readiness otherwise). So each round trip costs the loop two wake-ups (one per
+//! side) and four successful syscalls (a `send` and a `recv` on each side), plus its share of
+//! the selector calls and the `EAGAIN`s. That is the number evloop controls. Measuring a
+//! server alone against a C client in another process (`cargo run --release --example
+//! tcp_echo -- --serve PORT` beside the peer loops' echo servers) is a different experiment:
+//! its syscall counts are the server's only.
 //!
 //! Two parts, in one binary:
 //! - **The table**, printed once at the start: for each backend and C in {1, 100}, round trips
 //!   per second over a fixed number of round trips (the best of three runs), and per round trip
 //!   the `stats()` deltas — iterations, events, interest changes (the goal: zero in steady
-//!   state), callbacks run — and an estimate of syscalls: `send` + `recv` on each side (4),
-//!   plus one `recv` answering `EAGAIN` per readiness wait, plus one selector call per
-//!   iteration. Each wait ends in one task step, and each step but a task's last ends in one
-//!   wait; the other callbacks run are the reader callbacks, one per event. So waits =
-//!   `callbacks_run - events`. (`strace -c -f` agrees: see `docs/12-sockets.md`.)
+//!   state), callbacks run, `recv`s and `send`s answering `EAGAIN` — and the syscalls: a
+//!   `send` and a `recv` on each side (4), plus the `EAGAIN`s (`Stats::reads_would_block`
+//!   and `writes_would_block`), plus one selector call per iteration. (`strace -c -f`
+//!   agrees: see `docs/12-sockets.md`.)
 //! - **Criterion**: `pingpong/<backend>/c1` and `pingpong/<backend>/c100`, throughput in round
 //!   trips (criterion's "elem/s").
 //!
@@ -57,9 +57,12 @@ struct PingPong {
     servers: Vec<Task<io::Result<()>>>,
 }
 
-/// The server side of one connection: echo until EOF.
+/// The server side of one connection: echo until EOF. It reads up to 64 KiB at a time, as the
+/// peers' servers and `examples/tcp_echo.rs` do, so a message is a short read and the next
+/// read waits for readiness without a syscall; the client's `read_exact` of one message fills
+/// its buffer exactly, which says nothing about what is left, so its next read meets `EAGAIN`.
 async fn echo(stream: TcpStream) -> io::Result<()> {
-    let mut buf = [0u8; MSG];
+    let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = stream.read(&mut buf).await?;
         if n == 0 {
@@ -179,7 +182,8 @@ struct Row {
     backend: Backend,
     conns: usize,
     round_trips_per_sec: f64,
-    per_rt: [f64; 5], // iterations, events, interest changes, callbacks run, syscalls
+    /// Iterations, events, interest changes, callbacks run, `EAGAIN`s, syscalls.
+    per_rt: [f64; 6],
     /// Interest changes between 10 % and 90 % of the three timed runs.
     steady_changes: u64,
 }
@@ -213,8 +217,10 @@ fn measure(backend: Backend, conns: usize) -> io::Result<Row> {
     let iterations = per(before.iterations, after.iterations);
     let events = per(before.events, after.events);
     let callbacks = per(before.callbacks_run, after.callbacks_run);
-    // Each readiness wait follows one `recv` answering EAGAIN (see the header).
-    let eagain = (callbacks - events).max(0.0);
+    let eagain = per(
+        before.reads_would_block + before.writes_would_block,
+        after.reads_would_block + after.writes_would_block,
+    );
     let syscalls = 4.0 + eagain + iterations;
     Ok(Row {
         backend,
@@ -225,6 +231,7 @@ fn measure(backend: Backend, conns: usize) -> io::Result<Row> {
             events,
             per(before.interest_changes, after.interest_changes),
             callbacks,
+            eagain,
             syscalls,
         ],
         steady_changes,
@@ -237,7 +244,7 @@ fn print_table() {
          {TABLE_ROUND_TRIPS} round trips per run, best of 3; counters per round trip"
     );
     println!(
-        "{:<14} {:>5} | {:>13} | {:>10} {:>7} {:>9} {:>9} | {:>9} | {:>8}",
+        "{:<14} {:>5} | {:>13} | {:>10} {:>7} {:>9} {:>9} {:>7} | {:>9} | {:>8}",
         "backend",
         "conns",
         "round trips/s",
@@ -245,6 +252,7 @@ fn print_table() {
         "events",
         "interest",
         "callbacks",
+        "eagain",
         "syscalls",
         "steady"
     );
@@ -252,7 +260,7 @@ fn print_table() {
         for conns in CONNS.into_iter().filter(|&c| wanted(backend, c)) {
             match measure(backend, conns) {
                 Ok(r) => println!(
-                    "{:<14} {:>5} | {:>13.0} | {:>10.3} {:>7.3} {:>9.4} {:>9.3} | {:>9.2} | {:>8}",
+                    "{:<14} {:>5} | {:>13.0} | {:>10.3} {:>7.3} {:>9.4} {:>9.3} {:>7.3} | {:>9.2} | {:>8}",
                     r.backend.name(),
                     r.conns,
                     r.round_trips_per_sec,
@@ -261,16 +269,17 @@ fn print_table() {
                     r.per_rt[2],
                     r.per_rt[3],
                     r.per_rt[4],
+                    r.per_rt[5],
                     r.steady_changes,
                 ),
                 Err(e) => println!("{:<14} {:>5} | failed: {e}", backend.name(), conns),
             }
         }
     }
-    println!("per round trip, over the 3 timed runs: iterations, events, interest changes and");
-    println!("callbacks run from stats(); syscalls (estimated) = send + recv per side (4)");
-    println!("+ one EAGAIN recv per readiness wait (callbacks - events) + one selector call per");
-    println!("iteration; steady = interest changes between 10 % and 90 % of each run (goal: 0)");
+    println!("per round trip, over the 3 timed runs: iterations, events, interest changes,");
+    println!("callbacks run and recv/send answering EAGAIN from stats(); syscalls = send + recv");
+    println!("per side (4) + the EAGAINs + one selector call per iteration; steady = interest");
+    println!("changes between 10 % and 90 % of each run (goal: 0)");
 }
 
 fn criterion_benches(c: &mut Criterion) {

@@ -14,12 +14,17 @@
 //!
 //! What the loop's `stats()` then show, per phase (the boundaries are marked from inside the
 //! ping-pong, by round trips done): while the clients connect, readers are added (interest
-//! changes). In the steady phase every read first tries `recv`, and only on `WouldBlock`
-//! waits on a reader that *stays registered* across waits (`src/net/async_fd.rs`): zero
-//! interest changes (no `epoll_ctl`, no fd set rebuilt) per message. One iteration serves
-//! several connections, so there are fewer iterations than round trips. `events` and
-//! `callbacks` count readiness reports and the callbacks and task steps they cause; a report
-//! can be repeated when the next poll runs before the woken task has read (edge case 26).
+//! changes). In the steady phase a read tries `recv` when readiness may be there, and
+//! otherwise waits on a reader that *stays registered* across waits (`src/net/async_fd.rs`):
+//! zero interest changes (no `epoll_ctl`, no fd set rebuilt) per message. One iteration
+//! serves several connections, so there are fewer iterations than round trips. `events` and
+//! `callbacks` count readiness reports and the callbacks and task steps they cause: per round
+//! trip, one report for each side, and for each its reader callback and the task step it
+//! wakes (which runs right behind it, in the same pass). `eagain` counts the `recv`s and
+//! `send`s the kernel answered `EAGAIN`: the server reads into a 64 KiB buffer, so a message
+//! is a short read and its next read waits without trying; a client's `read_exact` fills
+//! its buffer exactly, which says nothing about what is left, so its next read tries and
+//! meets one `EAGAIN` per round trip.
 //!
 //! A peer that resets its connection (a client killed, or closing with `SO_LINGER` 0, as load
 //! generators do by the thousand) ends that connection's task with `ConnectionReset` (or
@@ -216,8 +221,8 @@ async fn demo() -> io::Result<()> {
     );
     println!("loop stats per phase, total (per round trip):");
     println!(
-        "  {:10} {:>11} {:>13} {:>13} {:>13} {:>17}",
-        "phase", "round trips", "iterations", "events", "callbacks", "interest_changes"
+        "  {:10} {:>11} {:>13} {:>13} {:>13} {:>13} {:>17}",
+        "phase", "round trips", "iterations", "events", "callbacks", "eagain", "interest_changes"
     );
     let rows = [
         ("warm-up", s0, s1, CLIENTS * WARM_UP),
@@ -226,11 +231,13 @@ async fn demo() -> io::Result<()> {
     ];
     for (name, before, after, round_trips) in rows {
         let cell = |n: u64| format!("{n} ({:.2})", n as f64 / round_trips as f64);
+        let eagain = |s: &Stats| s.reads_would_block + s.writes_would_block;
         println!(
-            "  {name:10} {round_trips:11} {:>13} {:>13} {:>13} {:>17}",
+            "  {name:10} {round_trips:11} {:>13} {:>13} {:>13} {:>13} {:>17}",
             cell(after.iterations - before.iterations),
             cell(after.events - before.events),
             cell(after.callbacks_run - before.callbacks_run),
+            cell(eagain(after) - eagain(before)),
             cell(after.interest_changes - before.interest_changes),
         );
     }
@@ -284,9 +291,12 @@ async fn demo() -> io::Result<()> {
             "{steady_changes} interest changes in the steady phase; expected none"
         )));
     }
-    println!("Why no interest change in the steady phase: a read tries recv first and waits");
-    println!("only on WouldBlock, on a reader that stays registered between waits. Readers are");
-    println!("added while the clients connect, and removed once nobody waits on them.");
+    println!("Why no interest change in the steady phase: a read that finds nothing waits on a");
+    println!("reader that stays registered between waits. Readers are added while the clients");
+    println!("connect, and removed once nobody waits on them. Why one EAGAIN per round trip:");
+    println!("the server's reads are short (a 64 KiB buffer), so the socket counts as drained");
+    println!("and its next read waits without a recv; each client's read_exact fills its");
+    println!("64-byte buffer exactly, so its next read tries, and meets EAGAIN.");
     Ok(())
 }
 

@@ -1,8 +1,9 @@
 //! Poll-based I/O on every backend: `TcpStream::poll_read`/`poll_write` (and the rest of the
 //! `poll_*` family) driven by hand-written futures carry the same bytes as the async methods;
 //! a `poll_read` left `Pending` and abandoned leaves the loop consistent; steady-state
-//! poll-based reads make no interest change; `Async::poll_readable` follows the stale-report
-//! rule's registration promises.
+//! poll-based reads make no interest change, and against a client on another thread cost one
+//! iteration and no `EAGAIN` per echoed message; `Async::poll_readable` follows the
+//! stale-report rule's registration promises.
 
 mod common;
 
@@ -226,6 +227,26 @@ per_backend! {
         })
         .unwrap()
         .unwrap();
+    }
+
+    fn a_steady_poll_based_echo_costs_one_iteration_and_no_eagain_per_message(backend: Backend) {
+        // As `tcp.rs`'s steady echo, through `poll_read`/`poll_write`: the poll slot tracks
+        // readiness as the async methods' waits do.
+        const ROUNDS: usize = 300;
+        const WARM_UP: usize = 20;
+        let lp = new_loop(backend);
+        let [a, b] = lp
+            .run_until_complete(serve_steady_echo(ROUNDS, WARM_UP, EchoApi::Poll, || {
+                evloop::current().stats()
+            }))
+            .unwrap()
+            .unwrap();
+        let messages = (ROUNDS - 2 * WARM_UP) as u64;
+        assert_eq!(b.reads_would_block - a.reads_would_block, 0, "recv answering EAGAIN");
+        assert_eq!(b.writes_would_block - a.writes_would_block, 0, "send answering EAGAIN");
+        assert_eq!(b.iterations - a.iterations, messages, "one iteration per round trip");
+        assert_eq!(b.callbacks_run - a.callbacks_run, 2 * messages, "reader + task step");
+        assert_eq!(b.interest_changes - a.interest_changes, 0);
     }
 
     fn a_poll_based_reader_is_not_woken_by_the_stale_report_of_its_own_data(backend: Backend) {

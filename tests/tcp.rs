@@ -1,6 +1,7 @@
 //! TCP on every backend: echo, 16 MiB with partial writes, half-close, reset, refused and
 //! timed-out connects, 1,000 connections, cancelled reads, writes to a closed peer, and the
-//! steady-state promise (no interest change per read). Loopback only (127.0.0.1).
+//! steady-state promises (no interest change per read; against a client on another thread,
+//! one iteration and no `EAGAIN` per echoed message). Loopback only (127.0.0.1).
 //!
 //! The 1,000-connection test holds ~2,000 fds; the others take a shared lock it takes
 //! exclusively, so that `select-strict` tests (fds below 1024 only) never run beside it.
@@ -321,9 +322,10 @@ per_backend! {
     }
 
     fn a_woken_task_is_not_woken_again_by_the_stale_report_of_its_own_data(backend: Backend) {
-        // The server task is woken by its reader, runs one iteration later (after one more
-        // poll that still saw its data), reads, echoes and parks again. That poll's report
-        // predates the park and must not wake it a second time: one step per round trip.
+        // A report collected before the server task parked must not wake it: one step per
+        // round trip. (When a woken task ran one iteration after its reader, every message
+        // made such a report: the poll in between still saw the unread data. Tasks woken by
+        // I/O now run in the same pass; the rule still guards the cases left.)
         let _g = shared();
         let lp = new_loop(backend);
         let polls = Rc::new(std::cell::Cell::new(0u64));
@@ -442,6 +444,36 @@ per_backend! {
         })
         .unwrap()
         .unwrap();
+    }
+
+    fn a_steady_echo_costs_one_iteration_and_no_eagain_per_message(backend: Backend) {
+        // The server alone on the loop, its client on a thread (as the peers' echo benchmark
+        // drives a server). Per message, in steady state: one poll reports the socket, its
+        // reader wakes the task, the task runs right behind the reader in the same pass
+        // (recv, send), and its next read finds the socket drained (the recv was short) and
+        // waits without a syscall. So one iteration, one event, two callbacks (the reader and
+        // the task step), and no recv or send answering EAGAIN: libev's three syscalls.
+        const ROUNDS: usize = 300;
+        const WARM_UP: usize = 20;
+        let _g = shared();
+        let lp = new_loop(backend);
+        let [a, b] = lp
+            .run_until_complete(serve_steady_echo(ROUNDS, WARM_UP, EchoApi::Async, || {
+                evloop::current().stats()
+            }))
+            .unwrap()
+            .unwrap();
+        let messages = (ROUNDS - 2 * WARM_UP) as u64;
+        assert_eq!(b.reads_would_block - a.reads_would_block, 0, "recv answering EAGAIN");
+        assert_eq!(b.writes_would_block - a.writes_would_block, 0, "send answering EAGAIN");
+        assert_eq!(
+            b.iterations - a.iterations,
+            messages,
+            "one iteration per round trip: the task woken by its reader runs in the same pass"
+        );
+        assert_eq!(b.events - a.events, messages, "one readiness report per message");
+        assert_eq!(b.callbacks_run - a.callbacks_run, 2 * messages, "reader + task step");
+        assert_eq!(b.interest_changes - a.interest_changes, 0);
     }
 
     fn writing_to_a_closed_peer_is_an_error_not_a_signal(backend: Backend) {

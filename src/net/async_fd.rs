@@ -1,5 +1,6 @@
 //! [`Async<T>`]: any fd on the loop, with `readable().await`, `writable().await` and
-//! "try the syscall; on `WouldBlock` await readiness" ([`Async::read_with`]).
+//! "try the syscall; on `WouldBlock` await readiness" ([`Async::read_with`]), tracking
+//! readiness so that a syscall is not spent where the kernel already said `EAGAIN`.
 //!
 //! Layer: the first thing above the reactor's readers and writers (`add_reader`,
 //! `add_writer`, `src/reactor/event_loop.rs`); `tcp.rs` is built on it, and so can a pipe, a tty,
@@ -9,13 +10,16 @@
 //!
 //! ## How a wait works
 //! ```text
-//!  read_with(op): op(io) ──Ok/Err──> done
-//!                   │ WouldBlock
-//!                   v
-//!  readable().await: first poll -> add_reader(fd) unless registered; push (id, waker)
-//!  reader callback:  swap the waiter list out, wake them all; nobody waiting -> remove_reader
-//!  poll again:       our id gone from the list -> Ready; op(io) is tried again
+//!  read_with(op): drained? ──no──> op(io) ──Ok/Err──> done
+//!                   │ yes            │ WouldBlock: drained (since this iteration)
+//!                   v                v
+//!  wait:            first poll -> add_reader(fd) unless registered; push (id, waker)
+//!  reader callback: the report is newer than the drain -> not drained; wake the waiters
+//!                   (their steps run right behind this callback); nobody waiting ->
+//!                   remove_reader
+//!  poll again:      our id gone from the list -> Ready; op(io) is tried again
 //! ```
+//!
 //! The registration is **kept while tasks wait and across wake-ups**: a task that reads,
 //! gets `WouldBlock` and waits again finds the reader still registered, so the steady state
 //! costs no `add_reader` (no allocation) and no interest change. The reader removes itself
@@ -23,6 +27,19 @@
 //! dropped pending wait removes it at once when it was the last waiter (edge case 65). The
 //! registry batches add and remove within an iteration, so even a remove followed by a
 //! re-add in the same iteration costs no syscall (`stats().interest_changes`).
+//!
+//! ## Readiness tracking
+//! Each direction remembers whether it is *drained*: the last operation got `WouldBlock`,
+//! or was a short stream read or write (fewer bytes than asked: the socket held no more, or
+//! had no more room — `socket.rs` says so through `Async::clear_readable`). While drained,
+//! an operation does not try its syscall: it waits, and tries once the loop reports the fd
+//! ready in a poll made after the drain. So a task that reads a request, answers, and reads
+//! again spends no `recv` on the `EAGAIN` of the next request not being there yet; tokio
+//! does the same (its `ScheduledIo` readiness, and the short-read heuristic of its
+//! `TcpStream`). The fds are level-triggered, so a wrong guess costs one poll, never a lost
+//! wake-up: data that arrived in between is reported by the next poll.
+//! `Stats::reads_would_block` and `Stats::writes_would_block` count the `EAGAIN`s still
+//! spent.
 //!
 //! ## Poll-based callers
 //! [`Async::poll_readable`] and [`Async::poll_writable`] serve code written against
@@ -103,6 +120,13 @@ struct Direction {
     slot: RefCell<PollSlot>,
     /// Whether our reader (or writer) is registered with the loop.
     registered: Cell<bool>,
+    /// The last operation found the fd drained — `WouldBlock`, or a short stream read or
+    /// write — and the loop has reported no readiness since: the next operation waits for a
+    /// report instead of spending a syscall on a likely `EAGAIN`.
+    drained: Cell<bool>,
+    /// The iteration in which `drained` was last set: a report collected by a later
+    /// iteration's poll is newer, and clears it.
+    drained_at: Cell<u64>,
 }
 
 impl Direction {
@@ -166,6 +190,41 @@ impl State {
         Ok(())
     }
 
+    /// The operation on `side` found the fd drained: `WouldBlock` (`would_block`: a syscall
+    /// was spent on it, counted in `Stats`), or a short stream read or write. Until the loop
+    /// reports readiness in a later poll, operations wait before they try.
+    fn drained(&self, side: Side, would_block: bool) {
+        let dir = self.direction(side);
+        dir.drained.set(true);
+        let Ok(event_loop) = self.event_loop() else {
+            // No loop to wait on: the wait that follows fails with this same error.
+            dir.drained_at.set(0);
+            return;
+        };
+        dir.drained_at.set(event_loop.iteration());
+        if would_block {
+            let stats = &event_loop.inner.stats;
+            let counter = match side {
+                Side::Read => &stats.reads_would_block,
+                Side::Write => &stats.writes_would_block,
+            };
+            counter.set(counter.get() + 1);
+        }
+    }
+
+    /// The iteration a new wait counts as its parking time. A report is stale for a waiter
+    /// when it was collected before the waiter last learnt the fd was empty: for a plain
+    /// `readable()` that is now; for an operation that found the fd drained (`after_drain`)
+    /// it is when it found it, which may be earlier (the task did other things in between),
+    /// so that a report collected since, even in this very iteration, wakes it at once.
+    fn park_time(&self, side: Side, after_drain: bool) -> u64 {
+        let dir = self.direction(side);
+        if after_drain && dir.drained.get() {
+            return dir.drained_at.get();
+        }
+        self.event_loop().map_or(0, |l| l.iteration())
+    }
+
     /// Removes our reader or writer, if registered, from the loop if it still exists.
     fn deregister(&self, side: Side) {
         let dir = self.direction(side);
@@ -181,20 +240,44 @@ impl State {
         }
     }
 
-    /// The reader or writer callback: wake every waiter that was waiting when this
-    /// iteration's poll saw the fd ready; with no waiter at all, stop watching.
+    /// The reader or writer callback: note the readiness (the next operation may try its
+    /// syscall), wake every waiter that was waiting when this iteration's poll saw the fd
+    /// ready; with no waiter at all, stop watching.
+    ///
+    /// The woken tasks run right after this callback, in the same pass of the loop
+    /// (`Inner::wake`; `docs/03-one-iteration.md`).
     ///
     /// ## The special problem of the stale report
-    /// A task woken by this callback runs in the *next* iteration, after one more poll, and
-    /// that poll still sees the fd ready (the task has not read yet). So the callback fires
-    /// again in that iteration — after the task has read, answered and parked again, finding
-    /// nothing to read. Waking it for that report would cost a useless step and a `recv` that
-    /// gets `EAGAIN` on every message. A waiter that parked during *this* iteration parked
-    /// after this iteration's poll: the report predates it, so it stays parked; the fd is
-    /// level-triggered, and if it is still (or again) ready the next poll says so.
+    /// A report can predate the waiter's knowledge: a task woken by something else in this
+    /// pass (or, before tasks woken by I/O ran in the same pass, by this callback one
+    /// iteration earlier) may have read the data, answered and parked again before this
+    /// callback runs. Waking it for that report would cost a useless step and a `recv` that
+    /// gets `EAGAIN`. So a waiter is woken only if it parked (or found the fd drained)
+    /// before this iteration's poll; otherwise the report predates it and it stays parked.
+    /// The fd is level-triggered: if it is still (or again) ready, the next poll says so.
+    /// The same rule decides whether the report clears `drained`.
     fn fire(&self, event_loop: &EventLoop, side: Side) {
         let dir = self.direction(side);
         let now = event_loop.iteration();
+        if dir.drained_at.get() < now {
+            dir.drained.set(false);
+        }
+        // The common case, one task waiting and no poll-based caller: wake it without
+        // swapping the lists.
+        {
+            let mut waiters = dir.waiters.borrow_mut();
+            if waiters.len() == 1
+                && waiters[0].parked < now
+                && matches!(*dir.slot.borrow(), PollSlot::Empty)
+            {
+                if let Some(w) = waiters.pop() {
+                    drop(waiters);
+                    // Calls user code (a waker); no borrow is held.
+                    w.waker.wake();
+                    return;
+                }
+            }
+        }
         let mut woken = std::mem::take(&mut *dir.spare.borrow_mut());
         let still_waiting = {
             let mut waiters = dir.waiters.borrow_mut();
@@ -252,8 +335,13 @@ impl State {
 
     /// [`Async::poll_readable`] / [`Async::poll_writable`]: a fired slot is `Ready` (and
     /// emptied); a waiting one keeps the newest waker (and its parking iteration); an empty
-    /// one registers if needed and parks.
-    fn poll_slot(self: &Rc<Self>, side: Side, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// one registers if needed and parks (at [`park_time`](State::park_time)).
+    fn poll_slot(
+        self: &Rc<Self>,
+        side: Side,
+        cx: &mut Context<'_>,
+        after_drain: bool,
+    ) -> Poll<io::Result<()>> {
         let dir = self.direction(side);
         {
             let mut slot = dir.slot.borrow_mut();
@@ -276,7 +364,7 @@ impl State {
                 return Poll::Ready(Err(e));
             }
         }
-        let parked = self.event_loop().map_or(0, |l| l.iteration());
+        let parked = self.park_time(side, after_drain);
         *dir.slot.borrow_mut() = PollSlot::Waiting {
             waker: cx.waker().clone(),
             parked,
@@ -321,6 +409,9 @@ impl Wait<'_> {
 ///   `tcp.rs::cancelling_a_task_blocked_in_read_removes_its_interest`).
 /// - In steady state a read or write costs its syscall only: no allocation, no interest
 ///   change (test `tcp.rs::steady_state_reads_make_no_interest_changes`).
+/// - An operation is tried only when readiness may be there: after `WouldBlock` (or a short
+///   stream read or write) it waits for the loop to report the fd ready before trying again
+///   (test `readiness.rs::a_short_read_counts_as_drained_and_a_full_one_does_not`).
 /// - Dropping the wrapper deregisters *before* the fd is closed; [`into_inner`](Async::into_inner)
 ///   deregisters and gives the fd back (still non-blocking).
 /// - It holds its loop weakly: it never keeps a loop alive.
@@ -552,7 +643,7 @@ impl<T: AsFd> Async<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.registration.state.poll_slot(Side::Read, cx)
+        self.registration.state.poll_slot(Side::Read, cx, false)
     }
 
     /// Polls for writability. As [`poll_readable`](Async::poll_readable), with the writer and
@@ -580,14 +671,20 @@ impl<T: AsFd> Async<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn poll_writable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.registration.state.poll_slot(Side::Write, cx)
+        self.registration.state.poll_slot(Side::Write, cx, false)
     }
 
     /// The body of every operation, written as a poll function: runs `op` until it does not
     /// answer `WouldBlock` (`Interrupted` is retried at once); on `WouldBlock` polls `wait`
     /// for readiness of `side` (readable for `Side::Read`), and returns `Pending` if it is
     /// not there. With [`Wait::Slot`], an operation that completes ends its caller's wait in
-    /// the slot (a later `WouldBlock` parks afresh, with the current iteration).
+    /// the slot (a later `WouldBlock` parks afresh).
+    ///
+    /// **Readiness tracking.** `op` is tried only when readiness may be there: not while the
+    /// direction is *drained* (the last operation got `WouldBlock`, or a short stream read
+    /// or write, and no report came since). Then the wait comes first, and the syscall only
+    /// once the loop reports the fd ready — as tokio's `ScheduledIo` readiness does. A wait
+    /// that completes is such a report, so after it `op` is always tried.
     fn poll_op<'a, R>(
         &'a self,
         cx: &mut Context<'_>,
@@ -596,31 +693,48 @@ impl<T: AsFd> Async<T> {
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
         let state = &self.registration.state;
+        let mut attempt = !state.direction(side).drained.get();
         loop {
-            match op(&self.io) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let ready = match wait {
-                        Wait::Slot => state.poll_slot(side, cx),
-                        Wait::Entry(entry) => {
-                            Pin::new(entry.get_or_insert_with(|| Readiness::new(state, side)))
-                                .poll(cx)
+            if attempt {
+                match op(&self.io) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => state.drained(side, true),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    result => {
+                        if let Wait::Slot = wait {
+                            *state.direction(side).slot.borrow_mut() = PollSlot::Empty;
                         }
-                    };
-                    match ready {
-                        Poll::Ready(Ok(())) => {}
-                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                        Poll::Pending => return Poll::Pending,
+                        return Poll::Ready(result);
                     }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                result => {
-                    if let Wait::Slot = wait {
-                        *state.direction(side).slot.borrow_mut() = PollSlot::Empty;
-                    }
-                    return Poll::Ready(result);
                 }
             }
+            let ready = match wait {
+                Wait::Slot => state.poll_slot(side, cx, true),
+                Wait::Entry(entry) => {
+                    Pin::new(entry.get_or_insert_with(|| Readiness::after_drain(state, side)))
+                        .poll(cx)
+                }
+            };
+            match ready {
+                Poll::Ready(Ok(())) => attempt = true,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
         }
+    }
+
+    /// A short stream read (fewer bytes than asked, but not EOF) took everything the socket
+    /// held: the next read waits for the loop to report the fd readable instead of trying a
+    /// `recv` that would answer `EAGAIN` (tokio's heuristic). Level-triggered readiness
+    /// keeps it safe: data that arrives meanwhile is reported by the next poll.
+    pub(crate) fn clear_readable(&self) {
+        self.registration.state.drained(Side::Read, false);
+    }
+
+    /// A short stream write (fewer bytes than given) filled the socket's send buffer: the
+    /// next write waits for the loop to report the fd writable. As
+    /// [`clear_readable`](Async::clear_readable).
+    pub(crate) fn clear_writable(&self) {
+        self.registration.state.drained(Side::Write, false);
     }
 
     /// [`poll_op`](Async::poll_op) for reading: on `WouldBlock`, waits for readability.
@@ -643,9 +757,11 @@ impl<T: AsFd> Async<T> {
         self.poll_op(cx, wait, Side::Write, op)
     }
 
-    /// Runs `op` until it does not answer `WouldBlock`, awaiting [`readable`](Async::readable)
-    /// after each `WouldBlock` (`Interrupted` is retried at once). `op` must be non-blocking
-    /// and is called at least once, at once (no wait if data is there).
+    /// Runs `op` until it does not answer `WouldBlock`, awaiting readability after each
+    /// `WouldBlock` (`Interrupted` is retried at once). `op` must be non-blocking. It is
+    /// called at once, unless the last read operation on this fd got `WouldBlock` (or a
+    /// short stream read) and the loop has not reported the fd readable since: then it is
+    /// called after that report (readiness tracking, see the module docs).
     ///
     /// # Errors
     /// `op`'s error other than `WouldBlock`/`Interrupted`, or the error of `readable`.
@@ -704,12 +820,21 @@ impl<T: AsFd> Async<T> {
         &mut self,
         mut op: impl FnMut(&mut T) -> io::Result<R>,
     ) -> io::Result<R> {
+        let state = &self.registration.state;
+        // As `poll_op`: no syscall while drained, always one after a wait.
+        let mut attempt = !state.read.drained.get();
         loop {
-            match op(&mut self.io) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable().await?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                result => return result,
+            if attempt {
+                match op(&mut self.io) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        state.drained(Side::Read, true)
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    result => return result,
+                }
             }
+            Readiness::after_drain(state, Side::Read).await?;
+            attempt = true;
         }
     }
 
@@ -771,12 +896,21 @@ impl<T: AsFd> Async<T> {
         &mut self,
         mut op: impl FnMut(&mut T) -> io::Result<R>,
     ) -> io::Result<R> {
+        let state = &self.registration.state;
+        // As `poll_op`: no syscall while drained, always one after a wait.
+        let mut attempt = !state.write.drained.get();
         loop {
-            match op(&mut self.io) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable().await?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                result => return result,
+            if attempt {
+                match op(&mut self.io) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        state.drained(Side::Write, true)
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    result => return result,
+                }
             }
+            Readiness::after_drain(state, Side::Write).await?;
+            attempt = true;
         }
     }
 
@@ -898,6 +1032,8 @@ impl<T: AsFd> fmt::Debug for Async<T> {
             .field("waiting_writable", &state.write.waiters.borrow().len())
             .field("poll_waiting_readable", &state.read.slot_waiting())
             .field("poll_waiting_writable", &state.write.slot_waiting())
+            .field("read_drained", &state.read.drained.get())
+            .field("write_drained", &state.write.drained.get())
             .finish()
     }
 }
@@ -911,6 +1047,9 @@ pub struct Readiness<'a> {
     side: Side,
     /// Our entry in the waiter list, once the first poll made one.
     id: Option<u64>,
+    /// The wait of an operation that found the fd drained: it parks as of that finding
+    /// ([`State::park_time`]), not as of its first poll.
+    after_drain: bool,
 }
 
 impl<'a> Readiness<'a> {
@@ -919,6 +1058,17 @@ impl<'a> Readiness<'a> {
             state,
             side,
             id: None,
+            after_drain: false,
+        }
+    }
+
+    /// The wait of an operation that found the fd drained.
+    fn after_drain(state: &'a Rc<State>, side: Side) -> Readiness<'a> {
+        Readiness {
+            state,
+            side,
+            id: None,
+            after_drain: true,
         }
     }
 }
@@ -954,7 +1104,7 @@ impl Future for Readiness<'_> {
         }
         let id = state.next_id.get();
         state.next_id.set(id.wrapping_add(1));
-        let parked = state.event_loop().map_or(0, |l| l.iteration());
+        let parked = state.park_time(self.side, self.after_drain);
         dir.waiters.borrow_mut().push(Waiter {
             id,
             waker: cx.waker().clone(),

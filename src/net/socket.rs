@@ -145,6 +145,15 @@ impl Family for Local {
     }
 }
 
+/// Which stream receive [`Socket::poll_recv`] makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recv {
+    /// `recv`: takes the bytes.
+    Read,
+    /// `recv(MSG_PEEK)`: leaves them in the socket.
+    Peek,
+}
+
 /// A socket of family `F` on the loop: its [`Async`] fd and every operation the public socket
 /// types share. Dropping it deregisters, then closes the fd.
 pub(crate) struct Socket<F: Family> {
@@ -231,7 +240,7 @@ impl<F: Family> Socket<F> {
     /// is `Ok(0)` without a syscall.
     pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let mut wait = Wait::entry();
-        poll_fn(|cx| self.poll_recv(cx, buf, sys::recv, &mut wait)).await
+        poll_fn(|cx| self.poll_recv(cx, buf, Recv::Read, &mut wait)).await
     }
 
     /// As [`read`](Socket::read), for a poll-based caller: `Pending` parks its waker in the
@@ -241,29 +250,40 @@ impl<F: Family> Socket<F> {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        self.poll_recv(cx, buf, sys::recv, &mut Wait::Slot)
+        self.poll_recv(cx, buf, Recv::Read, &mut Wait::Slot)
     }
 
     /// As [`read`](Socket::read), leaving the bytes in the socket (`MSG_PEEK`).
     pub(crate) async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         let mut wait = Wait::entry();
-        poll_fn(|cx| self.poll_recv(cx, buf, sys::peek, &mut wait)).await
+        poll_fn(|cx| self.poll_recv(cx, buf, Recv::Peek, &mut wait)).await
     }
 
-    /// `op` into a non-empty `buf`, waiting (in `wait`) for readability on `WouldBlock`; an
-    /// empty `buf` is `Ok(0)` and no syscall, since a zero-length read would look like EOF
-    /// (edge case 51).
+    /// A read or a peek into a non-empty `buf`, waiting (in `wait`) for readability on
+    /// `WouldBlock`; an empty `buf` is `Ok(0)` and no syscall, since a zero-length read
+    /// would look like EOF (edge case 51). A short read (not EOF) took everything the
+    /// socket held: the read side counts as drained ([`Async::clear_readable`]), so the next
+    /// read waits for readiness instead of spending a `recv` on `EAGAIN`. A peek takes
+    /// nothing, and clears nothing.
     fn poll_recv<'a>(
         &'a self,
         cx: &mut Context<'_>,
         buf: &mut [u8],
-        op: fn(BorrowedFd<'_>, &mut [u8]) -> io::Result<usize>,
+        how: Recv,
         wait: &mut Wait<'a>,
     ) -> Poll<io::Result<usize>> {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        let len = buf.len();
+        let op = match how {
+            Recv::Read => sys::recv,
+            Recv::Peek => sys::peek,
+        };
         let n = ready!(self.io.poll_read_op(cx, wait, |fd| op(fd.as_fd(), buf)))?;
+        if how == Recv::Read && n > 0 && n < len {
+            self.io.clear_readable();
+        }
         if n == 0 {
             // End of stream, or a reset whose error libkqueue consumed when it reported it
             // (docs/08-kqueue.md): the selector kept a copy.
@@ -337,7 +357,9 @@ impl<F: Family> Socket<F> {
     }
 
     /// `send(MSG_NOSIGNAL)` of a non-empty `buf`, waiting (in `wait`) for writability on
-    /// `WouldBlock`; an empty `buf` is `Ok(0)` without a syscall.
+    /// `WouldBlock`; an empty `buf` is `Ok(0)` without a syscall. A short write filled the
+    /// send buffer: the write side counts as drained ([`Async::clear_writable`]), so the
+    /// rest waits for writability instead of spending a `send` on `EAGAIN`.
     fn poll_send<'a>(
         &'a self,
         cx: &mut Context<'_>,
@@ -347,8 +369,13 @@ impl<F: Family> Socket<F> {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        self.io
-            .poll_write_op(cx, wait, |fd| sys::send(fd.as_fd(), buf))
+        let n = ready!(self
+            .io
+            .poll_write_op(cx, wait, |fd| sys::send(fd.as_fd(), buf)))?;
+        if n < buf.len() {
+            self.io.clear_writable();
+        }
+        Poll::Ready(Ok(n))
     }
 
     /// Always `Ready(Ok(()))`: a socket has no user-space buffer to flush.

@@ -118,6 +118,10 @@ pub(crate) struct Inner {
     pub(crate) trace: Cell<bool>,
     pub(crate) slow_callback: Cell<Duration>,
     pub(crate) stats: StatsCells,
+    /// While step 6 runs an I/O callback: how many tasks it has woken so far. Their steps go
+    /// to the front of the ready deque, in order, and run right after the callback, in the
+    /// same pass (`iteration.rs`, `run_ready`). `None` otherwise: a wake queues at the back.
+    pub(crate) woken_by_io: Cell<Option<usize>>,
 }
 
 /// The counters behind [`Stats`].
@@ -130,6 +134,8 @@ pub(crate) struct StatsCells {
     pub(crate) timers_fired: Cell<u64>,
     pub(crate) wakeups: Cell<u64>,
     pub(crate) time_blocked: Cell<Duration>,
+    pub(crate) reads_would_block: Cell<u64>,
+    pub(crate) writes_would_block: Cell<u64>,
 }
 
 pub(crate) fn bump(c: &Cell<u64>, n: u64) {
@@ -243,6 +249,7 @@ impl EventLoop {
                 trace: Cell::new(env_on("EVLOOP_TRACE")),
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
                 stats: StatsCells::default(),
+                woken_by_io: Cell::new(None),
             }),
         };
         LOOPS.with(|l| {
@@ -740,6 +747,8 @@ impl EventLoop {
             wakeups: s.wakeups.get(),
             time_blocked: s.time_blocked.get(),
             interest_changes: registry.as_ref().map_or(0, |r| r.interest_changes),
+            reads_would_block: s.reads_would_block.get(),
+            writes_would_block: s.writes_would_block.get(),
             ready: self.inner.ready.borrow().len(),
             timers: timers.live(),
             fds: registry.as_ref().map_or(0, |r| r.len()),
@@ -817,7 +826,9 @@ impl EventLoop {
 impl Inner {
     /// Queues the next step of the runnable `key`, unless one is queued already (N wakes
     /// before a step give one step) or it is gone (a stale wake is a no-op). `from_thread`
-    /// says where the wake came from, for trace mode.
+    /// says where the wake came from, for trace mode. At the back of the ready deque, except
+    /// during an I/O callback: then right behind that callback, in the same pass
+    /// (`docs/03-one-iteration.md`, "Tasks woken by I/O").
     #[inline]
     pub(crate) fn wake(&self, key: Key, from_thread: bool) {
         if key.loop_id != self.id {
@@ -837,7 +848,22 @@ impl Inner {
             ));
         }
         if queued {
-            self.ready.borrow_mut().push_back(Ready::Step(runnable));
+            let mut ready = self.ready.borrow_mut();
+            match self.woken_by_io.get() {
+                // Woken by the I/O callback step 6 is running: the step goes right behind the
+                // ones that callback woke before, at the front, and runs in this pass.
+                Some(k) => {
+                    // `min`: a callback that closed the loop emptied the deque meanwhile.
+                    let k = k.min(ready.len());
+                    if k == 0 {
+                        ready.push_front(Ready::Step(runnable));
+                    } else {
+                        ready.insert(k, Ready::Step(runnable));
+                    }
+                    self.woken_by_io.set(Some(k + 1));
+                }
+                None => ready.push_back(Ready::Step(runnable)),
+            }
         }
     }
 
@@ -961,6 +987,17 @@ pub struct Stats {
     /// re-registrations that had to make a new registration). epoll's check for a reused fd
     /// (`EPOLL_CTL_ADD` answered `EEXIST`) changes nothing and is not counted.
     pub interest_changes: u64,
+    /// Reads through [`Async`](crate::net::Async) that the kernel answered `WouldBlock`
+    /// (`EAGAIN`): the streams' `read` and `peek` (and their `poll_*` forms), the datagram
+    /// receives and `read_with`. An `Async` tries a read only when readiness was reported
+    /// since its last `WouldBlock` (and takes a short stream read as "drained"), so in a
+    /// steady request-response exchange this stays still (`docs/12-sockets.md`). Accepts are
+    /// not counted.
+    pub reads_would_block: u64,
+    /// Writes through [`Async`](crate::net::Async) that the kernel answered `WouldBlock`:
+    /// the streams' `write` and `write_all`, the datagram sends and `write_with`. As
+    /// [`reads_would_block`](Stats::reads_would_block).
+    pub writes_would_block: u64,
     /// Entries in the ready deque now.
     pub ready: usize,
     /// Live timers now.

@@ -13,7 +13,8 @@
 //!   4. dispatch_io      queue each ready fd's reader/writer; on the waker, move the
 //!                       threadsafe callbacks and wake-ups in
 //!   5. expire_timers    queue every timer with deadline <= now, in (deadline, seq) order
-//!   6. run_ready        run exactly the entries queued before this step, FIFO
+//!   6. run_ready        run exactly the entries queued before this step, FIFO; a task
+//!                       an I/O callback wakes runs right after that callback
 //!                                                  <- the only place user code runs
 //! ```
 //!
@@ -35,7 +36,7 @@ use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::RemoteItem;
 use crate::reactor::trace;
-use crate::reactor::EventLoop;
+use crate::reactor::{EventLoop, Inner};
 
 /// What step 3 found besides the events.
 struct Waited {
@@ -209,11 +210,13 @@ impl EventLoop {
     }
 
     /// Step 6: run exactly the entries queued before this step (the snapshot rule): what
-    /// they schedule waits for the next iteration, after one more poll for I/O.
+    /// they schedule waits for the next iteration, after one more poll for I/O. One
+    /// exception: the tasks an I/O callback wakes are put at the front and run right after
+    /// it, in this pass (`Inner::wake`), as if step 4 had queued them in its place.
     #[inline]
     fn run_ready(&self, pass: Pass) {
         let inner = &*self.inner;
-        let n = inner.ready.borrow().len();
+        let mut left = inner.ready.borrow().len();
         let debug = inner.debug.get();
         // Counted in registers, added to the statistics when the step ends, or when a
         // callback's panic unwinds through it (so the counters stay exact either way).
@@ -222,16 +225,21 @@ impl EventLoop {
             ran: 0,
             skipped: 0,
         };
-        for _ in 0..n {
+        while left > 0 {
             let Some(entry) = inner.ready.borrow_mut().pop_front() else {
                 break;
             };
+            left -= 1;
+            let io = matches!(entry, Ready::Io(_)).then(|| WokenByIo::start(inner));
             let ok = if debug {
                 self.run_timed(entry)
             } else {
                 // Calls user code; no borrow is held.
                 entry.run(self)
             };
+            if let Some(io) = io {
+                left += io.finish();
+            }
             if ok {
                 tally.ran += 1;
             } else {
@@ -312,5 +320,30 @@ impl Drop for Tally<'_> {
     fn drop(&mut self) {
         bump(&self.stats.callbacks_run, self.ran);
         bump(&self.stats.cancelled_skipped, self.skipped);
+    }
+}
+
+/// Marks the span of one I/O callback in step 6, so that the tasks it wakes are queued at
+/// the front of the ready deque (`Inner::wake`). A guard: a callback that panics leaves the
+/// mark cleared, and the steps it woke stay at the front, to run first next time.
+struct WokenByIo<'a> {
+    inner: &'a Inner,
+}
+
+impl<'a> WokenByIo<'a> {
+    fn start(inner: &'a Inner) -> WokenByIo<'a> {
+        inner.woken_by_io.set(Some(0));
+        WokenByIo { inner }
+    }
+
+    /// Ends the span: how many task steps the callback put at the front.
+    fn finish(self) -> usize {
+        self.inner.woken_by_io.get().unwrap_or(0)
+    }
+}
+
+impl Drop for WokenByIo<'_> {
+    fn drop(&mut self) {
+        self.inner.woken_by_io.set(None);
     }
 }

@@ -12,7 +12,9 @@ pub use evloop::{Backend, EventLoop};
 pub mod docs_util;
 pub mod fuzz_model;
 pub mod net;
-pub use net::{any_port, connected_pair, pattern};
+pub use net::{
+    any_port, connected_pair, pattern, ping_pong_client, serve_steady_echo, EchoApi, ECHO_MESSAGE,
+};
 
 /// Writes each test once, as `fn name(backend: Backend)`, and expands it into one `#[test]`
 /// per backend, in modules named after the backend: `poll::name`, `select_strict::name`...

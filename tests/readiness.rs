@@ -1,0 +1,232 @@
+//! Readiness tracking and the tasks woken by I/O, on every backend.
+//!
+//! - A task woken by an I/O callback runs right behind that callback, in the same pass;
+//!   everything else keeps the snapshot rule (a wake-up from any other callback, and whatever
+//!   the woken task schedules, wait for the next iteration).
+//! - `Async` tries a read or a write only when readiness was reported since the last
+//!   `WouldBlock`, and a short stream read or write counts as drained: the counters
+//!   `Stats::reads_would_block` and `Stats::writes_would_block` show each `EAGAIN` spent.
+//!
+//! Unix stream pairs make the counts exact: what one end writes is in the other end's queue
+//! when `write` returns.
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use common::*;
+use evloop::net::{Async, UnixStream};
+
+type Log = Rc<RefCell<Vec<(&'static str, u64)>>>;
+
+/// Appends `what` and the current iteration to `log`.
+fn note(log: &Log, what: &'static str) {
+    let iteration = evloop::current().stats().iterations;
+    log.borrow_mut().push((what, iteration));
+}
+
+per_backend! {
+    fn a_task_woken_by_io_runs_right_behind_its_callback_in_the_same_pass(backend: Backend) {
+        let lp = new_loop(backend);
+        let log: Log = Rc::default();
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let b = Rc::new(Async::with_loop(&lp, b).unwrap());
+        let task = lp.spawn({
+            let (log, b) = (log.clone(), b.clone());
+            async move {
+                b.readable().await.unwrap();
+                note(&log, "task woken by its reader");
+                let l = log.clone();
+                evloop::current().call_soon(move |_| note(&l, "call_soon from that task"));
+            }
+        });
+        lp.run_nowait().unwrap(); // the task parks: its reader is registered
+        // The next pass, in queue order: a call_soon queued before it, the reader (step 4),
+        // a due timer (step 5).
+        let l = log.clone();
+        lp.call_soon(move |_| note(&l, "call_soon queued before"));
+        a.write_all(b"x").unwrap();
+        let l = log.clone();
+        lp.call_later(Duration::ZERO, move |_| note(&l, "due timer"));
+        lp.run_nowait().unwrap();
+        lp.run_nowait().unwrap();
+        assert!(task.is_done());
+        let log = log.borrow();
+        let pass = log[0].1;
+        assert_eq!(
+            *log,
+            [
+                ("call_soon queued before", pass),
+                ("task woken by its reader", pass),
+                ("due timer", pass),
+                ("call_soon from that task", pass + 1),
+            ],
+            "the woken task takes its reader's place; what it schedules waits a pass"
+        );
+    }
+
+    fn a_task_woken_by_any_other_callback_waits_for_the_next_pass(backend: Backend) {
+        let lp = new_loop(backend);
+        let log: Log = Rc::default();
+        let open = Rc::new(Cell::new(false));
+        let waker: Rc<RefCell<Option<Waker>>> = Rc::default();
+        let task = lp.spawn({
+            let (log, open, waker) = (log.clone(), open.clone(), waker.clone());
+            async move {
+                std::future::poll_fn(|cx| {
+                    if open.get() {
+                        Poll::Ready(())
+                    } else {
+                        *waker.borrow_mut() = Some(cx.waker().clone());
+                        Poll::Pending
+                    }
+                })
+                .await;
+                note(&log, "task woken");
+            }
+        });
+        lp.run_nowait().unwrap();
+        let l = log.clone();
+        lp.call_soon(move |_| {
+            note(&l, "call_soon wakes the task");
+            open.set(true);
+            waker.borrow_mut().take().unwrap().wake();
+        });
+        lp.run_nowait().unwrap();
+        lp.run_nowait().unwrap();
+        assert!(task.is_done());
+        let log = log.borrow();
+        let pass = log[0].1;
+        assert_eq!(
+            *log,
+            [("call_soon wakes the task", pass), ("task woken", pass + 1)],
+            "the snapshot rule: a wake-up from a callback that is not I/O runs next pass"
+        );
+    }
+
+    fn a_short_read_counts_as_drained_and_a_full_one_does_not(backend: Backend) {
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            let (a, b) = UnixStream::pair()?;
+            let b = Rc::new(b);
+            let lp = evloop::current();
+            let eagain = || lp.stats().reads_would_block;
+            let spawn_read = |b: &Rc<UnixStream>| {
+                let b = b.clone();
+                evloop::spawn(async move {
+                    let mut buf = [0u8; 100];
+                    let n = b.read(&mut buf).await?;
+                    Ok::<_, std::io::Error>(buf[..n].to_vec())
+                })
+            };
+            let mut buf = [0u8; 100];
+
+            // Short: the socket is drained, the next read waits without trying `recv`.
+            a.write_all(&[1; 10]).await?;
+            assert_eq!(b.read(&mut buf).await?, 10);
+            let reader = spawn_read(&b);
+            for _ in 0..3 {
+                evloop::yield_now().await;
+            }
+            assert!(!reader.is_done());
+            assert_eq!(eagain(), 0, "a drained socket is not read until reported readable");
+            a.write_all(&[2; 5]).await?;
+            assert_eq!(reader.await.unwrap()?, [2; 5]);
+            assert_eq!(eagain(), 0);
+
+            // Full: more may be there, so the next read tries, meets EAGAIN once, and waits
+            // without trying again.
+            a.write_all(&[3; 100]).await?;
+            assert_eq!(b.read(&mut buf).await?, 100);
+            let reader = spawn_read(&b);
+            for _ in 0..3 {
+                evloop::yield_now().await;
+            }
+            assert_eq!(eagain(), 1, "one EAGAIN, then a wait for readiness");
+            a.write_all(&[4; 7]).await?;
+            assert_eq!(reader.await.unwrap()?, [4; 7]);
+            assert_eq!(eagain(), 1);
+
+            Ok::<(), std::io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+
+    fn a_peek_waits_on_a_drained_socket_and_clears_nothing(backend: Backend) {
+        // TCP (only its streams peek). The counter is read after the first short read, which
+        // may have met EAGAIN if the bytes were still on their way.
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            let (client, server) = connected_pair().await?;
+            let server = Rc::new(server);
+            let lp = evloop::current();
+            let mut buf = [0u8; 100];
+            client.write_all(&[1; 10]).await?;
+            let mut got = 0;
+            while got < 10 {
+                got += server.read(&mut buf).await?;
+            }
+            let before = lp.stats().reads_would_block;
+            // Drained: the peek waits for readiness without trying.
+            let peeker = evloop::spawn({
+                let server = server.clone();
+                async move {
+                    let mut buf = [0u8; 100];
+                    server.peek(&mut buf).await
+                }
+            });
+            for _ in 0..3 {
+                evloop::yield_now().await;
+            }
+            assert!(!peeker.is_done());
+            client.write_all(&[2; 3]).await?;
+            assert_eq!(peeker.await.unwrap()?, 3);
+            // The peek left the bytes there and readiness set: the read takes them at once.
+            assert_eq!(server.read(&mut buf).await?, 3);
+            assert_eq!(lp.stats().reads_would_block, before, "no recv answered EAGAIN");
+            Ok::<(), std::io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+
+    fn a_short_write_waits_for_writability_instead_of_meeting_eagain(backend: Backend) {
+        // 4 MiB through a socket buffer of a few hundred KiB: every send but the last is
+        // short, and the next one waits for the loop to report the socket writable, which
+        // means room: no send answers EAGAIN. The reader's buffer is larger than anything
+        // the socket can hold, so its reads are short too, and no recv answers EAGAIN.
+        const TOTAL: usize = 4 << 20;
+        let lp = new_loop(backend);
+        let stats = lp
+            .run_until_complete(async {
+                let (a, b) = UnixStream::pair()?;
+                let writer = evloop::spawn(async move {
+                    let data: Vec<u8> = (0..TOTAL).map(pattern).collect();
+                    a.write_all(&data).await
+                });
+                let reader = evloop::spawn(async move {
+                    let mut buf = vec![0u8; TOTAL];
+                    let mut got = 0;
+                    while got < TOTAL {
+                        let n = b.read(&mut buf[got..]).await?;
+                        assert!(n > 0, "EOF after {got} bytes");
+                        got += n;
+                    }
+                    assert!(buf.iter().enumerate().all(|(i, &x)| x == pattern(i)));
+                    Ok::<_, std::io::Error>(())
+                });
+                writer.await.unwrap()?;
+                reader.await.unwrap()?;
+                Ok::<_, std::io::Error>(evloop::current().stats())
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(stats.writes_would_block, 0, "a send answering EAGAIN");
+        assert_eq!(stats.reads_would_block, 0, "a recv answering EAGAIN");
+    }
+}
