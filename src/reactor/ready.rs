@@ -112,7 +112,7 @@ impl Ready {
 
     /// Runs the entry; returns `false` if it was skipped because it was cancelled.
     /// Calls user code; the caller must hold no borrow of the loop's state.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn run(self, event_loop: &EventLoop) -> bool {
         match self {
             // Calls user code (one virtual call: the cell checks its own state).
