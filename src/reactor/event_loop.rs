@@ -133,7 +133,8 @@ pub(crate) struct StatsCells {
     pub(crate) cancelled_skipped: Cell<u64>,
     pub(crate) timers_fired: Cell<u64>,
     pub(crate) wakeups: Cell<u64>,
-    pub(crate) time_blocked: Cell<Duration>,
+    /// In nanoseconds (`clock.rs` of evloop-sys): added to once per blocking wait.
+    pub(crate) time_blocked_ns: Cell<u64>,
     pub(crate) reads_would_block: Cell<u64>,
     pub(crate) writes_would_block: Cell<u64>,
 }
@@ -745,7 +746,7 @@ impl EventLoop {
             timers_fired: s.timers_fired.get(),
             timers_cancelled: timers.cancelled_total(),
             wakeups: s.wakeups.get(),
-            time_blocked: s.time_blocked.get(),
+            time_blocked: Duration::from_nanos(s.time_blocked_ns.get()),
             interest_changes: registry.as_ref().map_or(0, |r| r.interest_changes),
             reads_would_block: s.reads_would_block.get(),
             writes_would_block: s.writes_would_block.get(),
@@ -789,7 +790,7 @@ fn closed_panic(what: &str) -> ! {
 impl EventLoop {
     /// Checks and sets "running"; the guard unsets it (and the stop request) on every exit,
     /// panics included, so no stale `stop()` survives a panic (edge case 33).
-    pub(crate) fn enter(&self, what: &str) -> io::Result<RunningGuard> {
+    pub(crate) fn enter(&self, what: &str) -> io::Result<RunningGuard<'_>> {
         if self.inner.closed.get() {
             return Err(closed_error(what));
         }
@@ -817,9 +818,7 @@ impl EventLoop {
         }
         RUNNING.with(|r| r.set(self.inner.id));
         self.inner.running.set(true);
-        Ok(RunningGuard {
-            inner: self.inner.clone(),
-        })
+        Ok(RunningGuard { inner: &self.inner })
     }
 }
 
@@ -923,11 +922,13 @@ impl Inner {
     }
 }
 
-pub(crate) struct RunningGuard {
-    inner: Rc<Inner>,
+/// Marks the loop running until dropped. It borrows the loop: the caller's `&EventLoop` keeps
+/// it alive for the whole run, so no reference count is taken.
+pub(crate) struct RunningGuard<'a> {
+    inner: &'a Inner,
 }
 
-impl Drop for RunningGuard {
+impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
         self.inner.running.set(false);
         self.inner.stopping.set(false);

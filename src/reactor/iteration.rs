@@ -31,6 +31,8 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
+use evloop_sys::clock;
+
 use crate::reactor::event_loop::{bump, closed_error, StatsCells};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
@@ -40,8 +42,6 @@ use crate::reactor::{EventLoop, Inner};
 
 /// What step 3 found besides the events.
 struct Waited {
-    /// The clock reading right after a wait that could block.
-    woke_at: Option<Instant>,
     /// No wait was made, and another thread had posted: step 4 takes the remote queue.
     posted: bool,
 }
@@ -67,7 +67,7 @@ impl EventLoop {
         let waited = self.wait(registry, pass, timeout)?;
         self.dispatch_io(registry, pass, waited.posted);
         drop(guard);
-        self.expire_timers(pass, waited.woke_at);
+        self.expire_timers(pass);
         self.run_ready(pass);
         Ok(())
     }
@@ -88,6 +88,9 @@ impl EventLoop {
     #[inline]
     fn flush_interest(&self, registry: &mut Registry, pass: Pass) {
         let inner = &*self.inner;
+        if !registry.has_changes() && !pass.trace {
+            return; // the steady state: nothing to tell the kernel
+        }
         let changes = registry.flush(&mut inner.ready.borrow_mut());
         if pass.trace {
             if let Some(d) = trace::flush(pass.iteration, changes) {
@@ -121,9 +124,9 @@ impl EventLoop {
         timeout
     }
 
-    /// Step 3: wait in the selector. Returns the clock reading taken right after a wait
-    /// that could block (step 5 reuses it); a zero-timeout poll costs no clock read at all
-    /// (two would cost as much as the poll itself).
+    /// Step 3: wait in the selector. A wait that could block is timed into
+    /// `Stats::time_blocked` (two reads of the monotonic clock as plain nanoseconds); a
+    /// zero-timeout poll costs no clock read at all (two would cost as much as the poll).
     ///
     /// A wait that may not block, on a loop that watches no fd, is not made at all: it could
     /// only report the waker, and whether another thread posted is a flag the loop can read
@@ -147,30 +150,25 @@ impl EventLoop {
                     Duration::ZERO,
                 ));
             }
-            return Ok(Waited {
-                woke_at: None,
-                posted,
-            });
+            return Ok(Waited { posted });
         }
-        let before = (timeout != Some(Duration::ZERO)).then(Instant::now);
+        // The time spent in a wait that could block, as plain nanoseconds (`Instant`'s checked
+        // arithmetic would cost more than the two clock reads).
+        let timed = timeout != Some(Duration::ZERO);
+        let before = if timed { clock::monotonic_ns() } else { 0 };
         registry.select(timeout)?;
-        let after = before.map(|_| Instant::now());
-        if let (Some(b), Some(a)) = (before, after) {
-            let stats = &inner.stats;
-            stats.time_blocked.set(stats.time_blocked.get() + (a - b));
-        }
+        let blocked = if timed {
+            clock::monotonic_ns().saturating_sub(before)
+        } else {
+            0
+        };
+        bump(&inner.stats.time_blocked_ns, blocked);
         if pass.trace {
             let events: Vec<_> = registry.events().iter().copied().collect();
-            let blocked = match (before, after) {
-                (Some(b), Some(a)) => a - b,
-                _ => Duration::ZERO,
-            };
+            let blocked = Duration::from_nanos(blocked);
             inner.emit(trace::wait(pass.iteration, inner.backend, &events, blocked));
         }
-        Ok(Waited {
-            woke_at: after,
-            posted: false,
-        })
+        Ok(Waited { posted: false })
     }
 
     /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired (or, with
@@ -186,17 +184,19 @@ impl EventLoop {
         }
     }
 
-    /// Step 5: queue the expired timers, on a fresh clock reading (never early). `woke_at`,
-    /// read right after a blocking wait, is fresh enough: nothing ran since.
+    /// Step 5: queue the expired timers, on a fresh clock reading (never early); with no
+    /// timer at all, no clock is read.
     #[inline]
-    fn expire_timers(&self, pass: Pass, woke_at: Option<Instant>) {
+    fn expire_timers(&self, pass: Pass) {
         let inner = &*self.inner;
         let fired = {
             let mut timers = inner.timers.borrow_mut();
             if timers.is_empty() {
                 return;
             }
-            let now = woke_at.unwrap_or_else(Instant::now);
+            // Read after the wait and the dispatch: never earlier than any clock reading the
+            // callbacks of this pass could have made before.
+            let now = Instant::now();
             let fired = timers.expire(now, &mut inner.ready.borrow_mut());
             timers.tidy();
             fired

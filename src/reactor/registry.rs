@@ -281,6 +281,12 @@ impl Registry {
         changes
     }
 
+    /// Whether step 1 has interest changes to apply.
+    #[inline]
+    pub(crate) fn has_changes(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
     /// Whether no fd is registered with the kernel once step 1 has run: a wait could then
     /// only report the waker.
     pub(crate) fn watches_nothing(&self) -> bool {

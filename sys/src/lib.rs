@@ -12,7 +12,8 @@
 //!
 //! Read in this order:
 //! 1. [`cvt`]: `-1`/`errno` to `io::Error`, and the EINTR policy, in one place.
-//! 2. [`timeout`]: `Option<Duration>` to ms / timeval / timespec, always rounding up.
+//! 2. [`timeout`]: `Option<Duration>` to ms / timeval / timespec, always rounding up;
+//!    [`clock`]: the monotonic clock as nanoseconds, to add up time spent cheaply.
 //! 3. [`selector`]: the [`Selector`] trait and [`Backend`]; then one file per backend:
 //!    [`selector::epoll`], [`selector::poll`], [`selector::select`], and `selector::kqueue`
 //!    where the system has kqueue (or Linux has libkqueue: `docs/08-kqueue.md`).
@@ -29,7 +30,7 @@
 //! Imports run one way, from the top layer down: the selectors (and the benchmark floors)
 //! build on [`waker`], [`fd`], [`cvt`] and [`timeout`]; [`waker`], [`signal`] and [`socket`]
 //! on [`fd`] and [`cvt`], and none of the three on another; [`fd`] on [`cvt`]; [`cvt`],
-//! [`timeout`] and [`pin_cell`] import nothing of the crate. No file imports one above it.
+//! [`timeout`], [`clock`] and [`pin_cell`] import nothing of the crate. No file imports one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
 //! `epoll_wait`, and so on, and everything else goes through it.
@@ -89,6 +90,7 @@ pub(crate) use internal_pub;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod alloc_count;
+pub mod clock;
 pub mod cvt;
 pub mod fd;
 #[cfg(feature = "internals")]
