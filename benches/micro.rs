@@ -4,8 +4,8 @@
 //! evloop can run beside them.
 //!
 //! `cargo bench --bench micro` runs all of them at moderate sizes; one at a time:
-//! `cargo bench --bench micro -- callbacks N K` (K concurrent call_soon chains, N callbacks in
-//! all), `-- timers N` (N timers with deadlines in [0, 1 s): insert, cancel every other, fire
+//! `cargo bench --bench micro -- callbacks N K [fd]` (K concurrent call_soon chains, N callbacks
+//! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N` (N timers with deadlines in [0, 1 s): insert, cancel every other, fire
 //! the rest; process CPU time per phase), `-- tasks N` (spawn N trivial tasks, then await
 //! each), `-- xthread N` (another thread posts with
 //! `call_soon_threadsafe`, the loop's callback replies over a std channel; round-trip times).
@@ -29,7 +29,12 @@ fn arg(args: &[String], i: usize, default: u64) -> u64 {
 /// K chains of call_soon: each callback schedules its successor while the budget lasts. The
 /// closure captures only its chain number and the counters are thread-locals, exactly as in
 /// the peers' `rust-vecdeque` floor, so both box the same closure.
-fn callbacks(n: u64, k: u64) {
+///
+/// With `watch_fd`, the loop also watches one fd that never becomes ready (as libev's version
+/// of this benchmark watches its `ev_async`): every iteration then polls the kernel, where a
+/// loop that watches nothing skips the poll (`docs/03-one-iteration.md`). The bench names get
+/// a `_fd` suffix.
+fn callbacks(n: u64, k: u64, watch_fd: bool) {
     thread_local! {
         static REMAIN: Cell<u64> = const { Cell::new(0) };
         static EXECUTED: Cell<u64> = const { Cell::new(0) };
@@ -49,6 +54,12 @@ fn callbacks(n: u64, k: u64) {
         }
     }
     let lp = EventLoop::new().unwrap();
+    let pair = std::os::unix::net::UnixStream::pair().unwrap();
+    if watch_fd {
+        use std::os::fd::AsRawFd;
+        lp.add_reader(pair.0.as_raw_fd(), |_| unreachable!("nothing is written"))
+            .unwrap();
+    }
     REMAIN.with(|r| r.set(n - k));
     EXECUTED.with(|e| e.set(0));
     TOTAL.with(|t| t.set(n));
@@ -60,13 +71,18 @@ fn callbacks(n: u64, k: u64) {
     lp.run_forever().unwrap();
     let dt = t0.elapsed().as_nanos() as f64;
     assert_eq!(EXECUTED.with(|e| e.get()), n);
-    let bench = if k == 1 {
-        "callbacks_chain"
-    } else {
-        "callbacks_fan"
+    let bench = match (k == 1, watch_fd) {
+        (true, false) => "callbacks_chain",
+        (false, false) => "callbacks_fan",
+        (true, true) => "callbacks_chain_fd",
+        (false, true) => "callbacks_fan_fd",
     };
     emit(bench, "ns_per_cb", dt / n as f64);
     emit(bench, "iterations", (lp.stats().iterations - it0) as f64);
+    if watch_fd {
+        use std::os::fd::AsRawFd;
+        lp.remove_reader(pair.0.as_raw_fd());
+    }
 }
 
 /// xorshift64*, the peers' generator and seed: deadlines uniform in [0, 1 s).
@@ -195,19 +211,26 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     match args.first().map(String::as_str) {
-        Some("callbacks") => callbacks(arg(&args, 1, 2_000_000), arg(&args, 2, 1)),
+        Some("callbacks") => callbacks(
+            arg(&args, 1, 2_000_000),
+            arg(&args, 2, 1),
+            args.get(3).is_some_and(|a| a == "fd"),
+        ),
         Some("timers") => timers(arg(&args, 1, 1_000_000) as usize),
         Some("xthread") => xthread(arg(&args, 1, 5_000) as usize),
         Some("tasks") => tasks(arg(&args, 1, 1_000_000) as usize),
         None => {
-            callbacks(2_000_000, 1);
-            callbacks(10_000_000, 1000);
+            callbacks(2_000_000, 1, false);
+            callbacks(2_000_000, 1, true);
+            callbacks(10_000_000, 1000, false);
             timers(1_000_000);
             tasks(1_000_000);
             xthread(5_000);
         }
         Some(other) => {
-            eprintln!("unknown bench {other:?}: callbacks N K | timers N | tasks N | xthread N");
+            eprintln!(
+                "unknown bench {other:?}: callbacks N K [fd] | timers N | tasks N | xthread N"
+            );
             std::process::exit(2);
         }
     }
