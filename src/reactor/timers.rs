@@ -274,10 +274,16 @@ impl Timers {
     }
 
     /// Drops cancelled entries from the top; returns the earliest live deadline.
+    #[inline]
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
         if self.heap.len() == 0 {
-            return None;
+            return None; // the common case of a loop without timers: no call, no borrow
         }
+        self.next_live_deadline()
+    }
+
+    #[inline(never)]
+    fn next_live_deadline(&mut self) -> Option<Instant> {
         let mut table = self.slots.table.borrow_mut();
         while let Some(top) = self.heap.peek() {
             if table.slots[top.slot()].cancelled {
