@@ -22,7 +22,7 @@
 //!   mode print. The ready deque, the timer heap and the user's handle share it.
 //! - **Why a pool per type.** The closure's size is known only to its own type, so a cell of
 //!   one closure type cannot hold another's. Each closure type (each call site, in practice)
-//!   has its pool, found by its `TypeId`; the last type used is one comparison away. A pool
+//!   has its pool, found by its `TypeId`; the last pool used is one checked downcast away. A pool
 //!   keeps at most [`POOL_MAX`] cells, so memory stays within the live cells plus that much per
 //!   closure type.
 //! - **Handles keep their cell.** A cell is recycled only when the loop holds the last
@@ -212,7 +212,7 @@ impl Hasher for TypeIdHasher {
 #[derive(Default)]
 pub(crate) struct Cells {
     /// The pool used last: a loop usually schedules the same closure type many times in a row.
-    last: RefCell<Option<(TypeId, Rc<dyn Any>)>>,
+    last: RefCell<Option<Rc<dyn Any>>>,
     /// Every pool, by closure type (typed access through `Any`).
     by_type: RefCell<HashMap<TypeId, Rc<dyn Any>, BuildHasherDefault<TypeIdHasher>>>,
     /// The same pools again, to empty them on drop.
@@ -229,12 +229,12 @@ impl Cells {
         state: State,
         location: &'static Location<'static>,
     ) -> Rc<dyn Callback> {
-        let id = TypeId::of::<F>();
+        // The downcast is the type check: it fails for any other closure type.
         let reused = match &*self.last.borrow() {
-            Some((last, pool)) if *last == id => pool
+            Some(pool) => pool
                 .downcast_ref::<Pool<F>>()
                 .and_then(|pool| pool.free.borrow_mut().pop()),
-            _ => None,
+            None => None,
         };
         match reused {
             Some(cell) => Once::refill(cell, callback, state, location),
@@ -278,7 +278,7 @@ impl Cells {
                 pool
             })
             .clone();
-        *self.last.borrow_mut() = Some((id, any.clone()));
+        *self.last.borrow_mut() = Some(any.clone());
         any.downcast::<Pool<F>>()
             .unwrap_or_else(|_| unreachable!("a pool is filed under its own closure type"))
     }
