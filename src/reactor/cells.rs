@@ -107,6 +107,21 @@ pub(crate) struct Once<F> {
 }
 
 impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
+    /// A new cell, which will go back to `pool` when finished.
+    fn new_rc(
+        callback: F,
+        state: State,
+        location: &'static Location<'static>,
+        pool: Rc<Pool<F>>,
+    ) -> Rc<dyn Callback> {
+        Rc::new(Once {
+            state: Cell::new(state),
+            location: Cell::new(location),
+            callback: Cell::new(Some(callback)),
+            pool,
+        })
+    }
+
     /// A pooled cell, filled again.
     #[inline]
     fn refill(
@@ -229,20 +244,26 @@ impl Cells {
         state: State,
         location: &'static Location<'static>,
     ) -> Rc<dyn Callback> {
+        let last = self.last.borrow();
         // The downcast is the type check: it fails for any other closure type.
-        let reused = match &*self.last.borrow() {
-            Some(pool) => pool
-                .downcast_ref::<Pool<F>>()
-                .and_then(|pool| pool.free.borrow_mut().pop()),
-            None => None,
-        };
-        match reused {
-            Some(cell) => Once::refill(cell, callback, state, location),
-            None => self.insert_slow(callback, state, location),
+        if let Some(any) = &*last {
+            if let Some(pool) = any.downcast_ref::<Pool<F>>() {
+                let reused = pool.free.borrow_mut().pop();
+                if let Some(cell) = reused {
+                    return Once::refill(cell, callback, state, location);
+                }
+                // The same type with an empty pool (a burst of timers, say): a new cell that
+                // will go back to this pool, with no lookup by type.
+                if let Ok(pool) = any.clone().downcast::<Pool<F>>() {
+                    return Once::new_rc(callback, state, location, pool);
+                }
+            }
         }
+        drop(last);
+        self.insert_slow(callback, state, location)
     }
 
-    /// Another closure type than last time, or an empty pool: find the pool by type.
+    /// Another closure type than last time: find the pool by type.
     #[inline(never)]
     fn insert_slow<F: FnOnce(&EventLoop) + 'static>(
         &self,
@@ -254,12 +275,7 @@ impl Cells {
         let reused = pool.free.borrow_mut().pop();
         match reused {
             Some(cell) => Once::refill(cell, callback, state, location),
-            None => Rc::new(Once {
-                state: Cell::new(state),
-                location: Cell::new(location),
-                callback: Cell::new(Some(callback)),
-                pool,
-            }),
+            None => Once::new_rc(callback, state, location, pool),
         }
     }
 
