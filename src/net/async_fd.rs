@@ -13,7 +13,7 @@
 //!  read_with(op): drained? ──no──> op(io) ──Ok/Err──> done
 //!                   │ yes            │ WouldBlock: drained (since this iteration)
 //!                   v                v
-//!  wait:            first poll -> add_reader(fd) unless registered; push (id, waker)
+//!  wait:            first poll -> add_reader(fd) unless registered; push (id, task key or waker)
 //!  reader callback: the report is newer than the drain -> not drained; wake the waiters
 //!                   (their steps run right behind this callback); nobody waiting ->
 //!                   remove_reader
@@ -77,7 +77,8 @@ use std::task::{Context, Poll, Waker};
 
 use evloop_sys::fd::{probe, set_nonblocking, FdKind};
 
-use crate::reactor::{EventLoop, WeakEventLoop};
+use crate::reactor::{EventLoop, Key, WeakEventLoop};
+use crate::task::waker::{step_key, wake_task};
 
 /// Which readiness a wait is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +87,47 @@ enum Side {
     Write,
 }
 
-/// A task waiting for one direction: its future's id, its waker, and the iteration in which
-/// it parked.
+/// A task waiting for one direction: its future's id, whom to wake, and the iteration in
+/// which it parked.
 struct Waiter {
     id: u64,
-    waker: Waker,
+    wakes: Wakes,
     parked: u64,
+}
+
+/// Whom a waiter wakes. A future polled by its task's own step (the usual case) keeps the
+/// task's key and is woken through the loop the callback already holds: no waker clone,
+/// no reference count, no lookup of the loop by id (`task::waker::step_key`). Any other
+/// waker (a combinator's, `run_until_complete`'s) is cloned and woken as usual.
+enum Wakes {
+    Task(Key),
+    Waker(Waker),
+}
+
+impl Wakes {
+    /// Whom `waker` wakes.
+    fn of(waker: &Waker) -> Wakes {
+        match step_key(waker) {
+            Some(key) => Wakes::Task(key),
+            None => Wakes::Waker(waker.clone()),
+        }
+    }
+
+    /// Whether it wakes the same task as `waker` (then a new poll need not replace it).
+    fn will_wake(&self, waker: &Waker) -> bool {
+        match self {
+            Wakes::Task(key) => step_key(waker) == Some(*key),
+            Wakes::Waker(w) => w.will_wake(waker),
+        }
+    }
+
+    /// Wakes it, from the reader or writer callback of `event_loop` (on the loop's thread).
+    fn wake(self, event_loop: &EventLoop) {
+        match self {
+            Wakes::Task(key) => wake_task(&event_loop.inner, key),
+            Wakes::Waker(w) => w.wake(),
+        }
+    }
 }
 
 /// The poll slot of one direction: where the waker of a poll-based caller
@@ -272,8 +308,8 @@ impl State {
             {
                 if let Some(w) = waiters.pop() {
                     drop(waiters);
-                    // Calls user code (a waker); no borrow is held.
-                    w.waker.wake();
+                    // May call user code (a waker); no borrow is held.
+                    w.wakes.wake(event_loop);
                     return;
                 }
             }
@@ -320,9 +356,9 @@ impl State {
             };
         }
         for w in woken.drain(..) {
-            // Calls user code (a waker); no borrow is held. It may poll a wait of this fd
+            // May call user code (a waker); no borrow is held. It may poll a wait of this fd
             // again, which then finds its id gone and completes.
-            w.waker.wake();
+            w.wakes.wake(event_loop);
         }
         if let Some(waker) = slot_waker {
             waker.wake();
@@ -1084,8 +1120,8 @@ impl Future for Readiness<'_> {
             return match waiters.iter_mut().find(|w| w.id == id) {
                 Some(w) => {
                     // Still waiting (someone else woke the task): keep the newest waker.
-                    if !w.waker.will_wake(cx.waker()) {
-                        w.waker = cx.waker().clone();
+                    if !w.wakes.will_wake(cx.waker()) {
+                        w.wakes = Wakes::of(cx.waker());
                     }
                     Poll::Pending
                 }
@@ -1107,7 +1143,7 @@ impl Future for Readiness<'_> {
         let parked = state.park_time(self.side, self.after_drain);
         dir.waiters.borrow_mut().push(Waiter {
             id,
-            waker: cx.waker().clone(),
+            wakes: Wakes::of(cx.waker()),
             parked,
         });
         self.id = Some(id);
