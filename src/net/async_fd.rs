@@ -78,7 +78,7 @@ use std::task::{Context, Poll, Waker};
 use evloop_sys::fd::{probe, set_nonblocking, FdKind};
 
 use crate::reactor::{EventLoop, Key, WeakEventLoop};
-use crate::task::waker::{step_key, wake_task};
+use crate::task::waker::{step_iteration, step_key, wake_task};
 
 /// Which readiness a wait is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +178,9 @@ struct State {
     /// The loop the fd is (or will be) registered with. `None` until the first wait when
     /// the wrapper was made outside a running loop.
     event_loop: RefCell<Option<WeakEventLoop>>,
+    /// That loop's id once known (0 before: ids start at 1), so that a step of one of its
+    /// tasks can be recognised without upgrading `event_loop` ([`State::drained`]).
+    loop_id: Cell<u64>,
     read: Direction,
     write: Direction,
     next_id: Cell<u64>,
@@ -210,6 +213,7 @@ impl State {
             ))
         })?;
         *slot = Some(event_loop.downgrade());
+        self.loop_id.set(event_loop.inner.id);
         Ok(event_loop)
     }
 
@@ -232,6 +236,14 @@ impl State {
     fn drained(&self, side: Side, would_block: bool) {
         let dir = self.direction(side);
         dir.drained.set(true);
+        // The common case, a short read or write in a step of a task of this fd's loop: the
+        // step knows the iteration, and the loop need not be looked at.
+        if !would_block {
+            if let Some(now) = step_iteration(self.loop_id.get()) {
+                dir.drained_at.set(now);
+                return;
+            }
+        }
         let Ok(event_loop) = self.event_loop() else {
             // No loop to wait on: the wait that follows fails with this same error.
             dir.drained_at.set(0);
@@ -565,11 +577,16 @@ impl<T: AsFd> Async<T> {
     /// `fstat` and `fcntl` of [`new`](Async::new), two syscalls per connection.
     pub(crate) fn from_nonblocking(event_loop: Option<WeakEventLoop>, io: T) -> Async<T> {
         let fd = io.as_fd().as_raw_fd();
+        let loop_id = event_loop
+            .as_ref()
+            .and_then(WeakEventLoop::upgrade)
+            .map_or(0, |l| l.inner.id);
         Async {
             registration: Registration {
                 state: Rc::new(State {
                     fd,
                     event_loop: RefCell::new(event_loop),
+                    loop_id: Cell::new(loop_id),
                     read: Direction::default(),
                     write: Direction::default(),
                     next_id: Cell::new(0),

@@ -255,7 +255,11 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
         let mut cx = Context::from_waker(&waker.0);
         // Futures that park on this loop's I/O keep the task's key rather than a clone of
         // the waker (`waker::step_key`): they need to know whose step this is.
-        let outer = waker::enter_step(Key::new(event_loop.inner.id, h.slot.get()), &waker.0);
+        let outer = waker::enter_step(
+            Key::new(event_loop.inner.id, h.slot.get()),
+            &waker.0,
+            event_loop.iteration(),
+        );
         // Calls user code. A panic is caught and becomes the task's result.
         let polled = self
             .as_ref()

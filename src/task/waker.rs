@@ -68,25 +68,28 @@ thread_local! {
     static STEP: Cell<Option<Step>> = const { Cell::new(None) };
 }
 
-/// A running step: the task's key, and the identity of the waker in its `Context` (what
-/// `Waker::will_wake` compares: the data pointer and the vtable). Only compared, never
-/// dereferenced; valid while the step runs, since the step holds that waker.
+/// A running step: the task's key, the identity of the waker in its `Context` (what
+/// `Waker::will_wake` compares: the data pointer and the vtable; only compared, never
+/// dereferenced, and valid while the step runs, since the step holds that waker), and the
+/// loop's iteration, which cannot change during the step.
 #[derive(Clone, Copy)]
 pub(crate) struct Step {
     key: Key,
     data: *const (),
     vtable: &'static RawWakerVTable,
+    iteration: u64,
 }
 
 /// Marks the step of task `key`, polled with `waker`, as running on this thread until
 /// [`leave_step`] is given what this returns (the step it interrupts: a step that runs
 /// another loop's tasks nests).
 #[inline]
-pub(crate) fn enter_step(key: Key, waker: &Waker) -> Option<Step> {
+pub(crate) fn enter_step(key: Key, waker: &Waker, iteration: u64) -> Option<Step> {
     STEP.replace(Some(Step {
         key,
         data: waker.data(),
         vtable: waker.vtable(),
+        iteration,
     }))
 }
 
@@ -111,6 +114,15 @@ pub(crate) fn step_key(waker: &Waker) -> Option<Key> {
     let step = STEP.get()?;
     let same = std::ptr::eq(waker.data(), step.data) && std::ptr::eq(waker.vtable(), step.vtable);
     same.then_some(step.key)
+}
+
+/// The iteration of loop `loop_id` when a step of one of its tasks runs now on this thread:
+/// what a socket that finds itself drained records, without upgrading its weak reference to
+/// the loop. `None` outside such a step (then it asks the loop).
+#[inline]
+pub(crate) fn step_iteration(loop_id: u64) -> Option<u64> {
+    let step = STEP.get()?;
+    (step.key.loop_id == loop_id).then_some(step.iteration)
 }
 
 /// Wakes task `key` from the loop's thread, as its `TaskWaker` would: through `inner` when it
