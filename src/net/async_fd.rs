@@ -13,7 +13,7 @@
 //!  read_with(op): drained? ──no──> op(io) ──Ok/Err──> done
 //!                   │ yes            │ WouldBlock: drained (since this iteration)
 //!                   v                v
-//!  wait:            first poll -> add_reader(fd) unless registered; push (id, waker)
+//!  wait:            first poll -> add_reader(fd) unless registered; push (id, task key or waker)
 //!  reader callback: the report is newer than the drain -> not drained; wake the waiters
 //!                   (their steps run right behind this callback); nobody waiting ->
 //!                   remove_reader
@@ -77,7 +77,8 @@ use std::task::{Context, Poll, Waker};
 
 use evloop_sys::fd::{probe, set_nonblocking, FdKind};
 
-use crate::reactor::{EventLoop, WeakEventLoop};
+use crate::reactor::{EventLoop, Key, WeakEventLoop};
+use crate::task::waker::{step_iteration, step_key, wake_task};
 
 /// Which readiness a wait is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +87,47 @@ enum Side {
     Write,
 }
 
-/// A task waiting for one direction: its future's id, its waker, and the iteration in which
-/// it parked.
+/// A task waiting for one direction: its future's id, whom to wake, and the iteration in
+/// which it parked.
 struct Waiter {
     id: u64,
-    waker: Waker,
+    wakes: Wakes,
     parked: u64,
+}
+
+/// Whom a waiter wakes. A future polled by its task's own step (the usual case) keeps the
+/// task's key and is woken through the loop the callback already holds: no waker clone,
+/// no reference count, no lookup of the loop by id (`task::waker::step_key`). Any other
+/// waker (a combinator's, `run_until_complete`'s) is cloned and woken as usual.
+enum Wakes {
+    Task(Key),
+    Waker(Waker),
+}
+
+impl Wakes {
+    /// Whom `waker` wakes.
+    fn of(waker: &Waker) -> Wakes {
+        match step_key(waker) {
+            Some(key) => Wakes::Task(key),
+            None => Wakes::Waker(waker.clone()),
+        }
+    }
+
+    /// Whether it wakes the same task as `waker` (then a new poll need not replace it).
+    fn will_wake(&self, waker: &Waker) -> bool {
+        match self {
+            Wakes::Task(key) => step_key(waker) == Some(*key),
+            Wakes::Waker(w) => w.will_wake(waker),
+        }
+    }
+
+    /// Wakes it, from the reader or writer callback of `event_loop` (on the loop's thread).
+    fn wake(self, event_loop: &EventLoop) {
+        match self {
+            Wakes::Task(key) => wake_task(&event_loop.inner, key),
+            Wakes::Waker(w) => w.wake(),
+        }
+    }
 }
 
 /// The poll slot of one direction: where the waker of a poll-based caller
@@ -142,6 +178,9 @@ struct State {
     /// The loop the fd is (or will be) registered with. `None` until the first wait when
     /// the wrapper was made outside a running loop.
     event_loop: RefCell<Option<WeakEventLoop>>,
+    /// That loop's id once known (0 before: ids start at 1), so that a step of one of its
+    /// tasks can be recognised without upgrading `event_loop` ([`State::drained`]).
+    loop_id: Cell<u64>,
     read: Direction,
     write: Direction,
     next_id: Cell<u64>,
@@ -174,6 +213,7 @@ impl State {
             ))
         })?;
         *slot = Some(event_loop.downgrade());
+        self.loop_id.set(event_loop.inner.id);
         Ok(event_loop)
     }
 
@@ -196,6 +236,14 @@ impl State {
     fn drained(&self, side: Side, would_block: bool) {
         let dir = self.direction(side);
         dir.drained.set(true);
+        // The common case, a short read or write in a step of a task of this fd's loop: the
+        // step knows the iteration, and the loop need not be looked at.
+        if !would_block {
+            if let Some(now) = step_iteration(self.loop_id.get()) {
+                dir.drained_at.set(now);
+                return;
+            }
+        }
         let Ok(event_loop) = self.event_loop() else {
             // No loop to wait on: the wait that follows fails with this same error.
             dir.drained_at.set(0);
@@ -272,8 +320,8 @@ impl State {
             {
                 if let Some(w) = waiters.pop() {
                     drop(waiters);
-                    // Calls user code (a waker); no borrow is held.
-                    w.waker.wake();
+                    // May call user code (a waker); no borrow is held.
+                    w.wakes.wake(event_loop);
                     return;
                 }
             }
@@ -320,9 +368,9 @@ impl State {
             };
         }
         for w in woken.drain(..) {
-            // Calls user code (a waker); no borrow is held. It may poll a wait of this fd
+            // May call user code (a waker); no borrow is held. It may poll a wait of this fd
             // again, which then finds its id gone and completes.
-            w.waker.wake();
+            w.wakes.wake(event_loop);
         }
         if let Some(waker) = slot_waker {
             waker.wake();
@@ -529,11 +577,16 @@ impl<T: AsFd> Async<T> {
     /// `fstat` and `fcntl` of [`new`](Async::new), two syscalls per connection.
     pub(crate) fn from_nonblocking(event_loop: Option<WeakEventLoop>, io: T) -> Async<T> {
         let fd = io.as_fd().as_raw_fd();
+        let loop_id = event_loop
+            .as_ref()
+            .and_then(WeakEventLoop::upgrade)
+            .map_or(0, |l| l.inner.id);
         Async {
             registration: Registration {
                 state: Rc::new(State {
                     fd,
                     event_loop: RefCell::new(event_loop),
+                    loop_id: Cell::new(loop_id),
                     read: Direction::default(),
                     write: Direction::default(),
                     next_id: Cell::new(0),
@@ -1084,8 +1137,8 @@ impl Future for Readiness<'_> {
             return match waiters.iter_mut().find(|w| w.id == id) {
                 Some(w) => {
                     // Still waiting (someone else woke the task): keep the newest waker.
-                    if !w.waker.will_wake(cx.waker()) {
-                        w.waker = cx.waker().clone();
+                    if !w.wakes.will_wake(cx.waker()) {
+                        w.wakes = Wakes::of(cx.waker());
                     }
                     Poll::Pending
                 }
@@ -1107,7 +1160,7 @@ impl Future for Readiness<'_> {
         let parked = state.park_time(self.side, self.after_drain);
         dir.waiters.borrow_mut().push(Waiter {
             id,
-            waker: cx.waker().clone(),
+            wakes: Wakes::of(cx.waker()),
             parked,
         });
         self.id = Some(id);

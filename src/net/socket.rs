@@ -43,7 +43,7 @@
 //! Read `tcp.rs` next.
 
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::io::IoSlice;
 use std::marker::PhantomData;
@@ -238,9 +238,16 @@ impl<F: Family> Socket<F> {
 
     /// A stream read: at most `buf.len()` bytes, waiting until one is there; an empty `buf`
     /// is `Ok(0)` without a syscall.
-    pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+    ///
+    /// A plain function returning the `poll_fn` rather than an `async fn` awaiting it: the
+    /// caller polls the poll function directly, with no state machine of its own around it
+    /// (one layer less on every read; the same for the writes below).
+    pub(crate) fn read<'a>(
+        &'a self,
+        buf: &'a mut [u8],
+    ) -> impl Future<Output = io::Result<usize>> + 'a {
         let mut wait = Wait::entry();
-        poll_fn(|cx| self.poll_recv(cx, buf, Recv::Read, &mut wait)).await
+        poll_fn(move |cx| self.poll_recv(cx, buf, Recv::Read, &mut wait))
     }
 
     /// As [`read`](Socket::read), for a poll-based caller: `Pending` parks its waker in the
@@ -329,9 +336,12 @@ impl<F: Family> Socket<F> {
 
     /// A stream write: at most `buf.len()` bytes, waiting until one can be written; an empty
     /// `buf` is `Ok(0)` without a syscall.
-    pub(crate) async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write<'a>(
+        &'a self,
+        buf: &'a [u8],
+    ) -> impl Future<Output = io::Result<usize>> + 'a {
         let mut wait = Wait::entry();
-        poll_fn(|cx| self.poll_send(cx, buf, &mut wait)).await
+        poll_fn(move |cx| self.poll_send(cx, buf, &mut wait))
     }
 
     /// As [`write`](Socket::write), for a poll-based caller: `Pending` parks its waker in the
@@ -393,14 +403,31 @@ impl<F: Family> Socket<F> {
     ///
     /// # Errors
     /// As [`write`](Socket::write); `WriteZero` if the kernel accepts nothing.
-    pub(crate) async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
-        while !buf.is_empty() {
-            match self.write(buf).await? {
-                0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                n => buf = &buf[n..],
+    ///
+    /// One poll function around [`poll_send`](Socket::poll_send), not a loop of `write`
+    /// futures: the common case (all of `buf` in one `send`) is then one call deep. Each
+    /// partial write is followed by a fresh wait, as a new `write` future would have: the
+    /// old one may hold the id of an entry the writer callback already took (the `send`
+    /// went ahead once the callback cleared `drained`, without polling the wait), and
+    /// polled again it would answer `Ready` at once, for a report that the `send` already
+    /// used up: a `send` meeting `EAGAIN` (`tests/readiness.rs`, the short-write test).
+    pub(crate) fn write_all<'a>(
+        &'a self,
+        mut buf: &'a [u8],
+    ) -> impl Future<Output = io::Result<()>> + 'a {
+        let mut wait = Wait::entry();
+        poll_fn(move |cx| {
+            while !buf.is_empty() {
+                match ready!(self.poll_send(cx, buf, &mut wait))? {
+                    0 => return Poll::Ready(Err(io::Error::from(io::ErrorKind::WriteZero))),
+                    n => {
+                        buf = &buf[n..];
+                        wait = Wait::entry();
+                    }
+                }
             }
-        }
-        Ok(())
+            Poll::Ready(Ok(()))
+        })
     }
 
     // -- Datagrams (and the send under a stream write) ---------------------------------------

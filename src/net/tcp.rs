@@ -33,6 +33,7 @@
 //!
 //! Read `docs/` (sockets page) next, or `tests/tcp.rs`.
 
+use std::future::Future;
 use std::io;
 use std::io::IoSlice;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -560,8 +561,10 @@ impl TcpStream {
     /// # })??;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.read(buf).await
+    pub fn read<'a>(&'a self, buf: &'a mut [u8]) -> impl Future<Output = io::Result<usize>> + 'a {
+        // Not an `async fn`: the socket's future is returned as it is, with no state machine
+        // around it (one layer less per read; the same for `write_all`).
+        self.io.read(buf)
     }
 
     /// Reads exactly `buf.len()` bytes.
@@ -681,8 +684,8 @@ impl TcpStream {
     /// # })??;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
-        self.io.write_all(buf).await
+    pub fn write_all<'a>(&'a self, buf: &'a [u8]) -> impl Future<Output = io::Result<()>> + 'a {
+        self.io.write_all(buf)
     }
 
     /// Reads as [`read`](TcpStream::read), as a poll function, for code written against `poll_*`

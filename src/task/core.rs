@@ -32,7 +32,7 @@ use std::task::{Context, Poll, Waker};
 
 use evloop_sys::pin_cell::PinCell;
 
-use super::waker::{TaskWaker, WakerPair};
+use super::waker::{self, TaskWaker, WakerPair};
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
 use crate::reactor::Inner;
@@ -253,10 +253,18 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
         });
         let waker = h.waker_for_step(&event_loop.inner);
         let mut cx = Context::from_waker(&waker.0);
+        // Futures that park on this loop's I/O keep the task's key rather than a clone of
+        // the waker (`waker::step_key`): they need to know whose step this is.
+        let outer = waker::enter_step(
+            Key::new(event_loop.inner.id, h.slot.get()),
+            &waker.0,
+            event_loop.iteration(),
+        );
         // Calls user code. A panic is caught and becomes the task's result.
         let polled = self
             .as_ref()
             .with_pinned(|future| catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))));
+        waker::leave_step(outer);
         let Some(polled) = polled else {
             // Not reached: a task whose future is gone is done.
             h.release_waker(waker);

@@ -22,7 +22,7 @@ mod run;
 mod select;
 pub mod sync;
 mod time;
-mod waker;
+pub(crate) mod waker;
 
 use std::future::Future;
 use std::panic::Location;

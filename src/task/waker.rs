@@ -29,10 +29,11 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Wake, Waker};
+use std::task::{RawWakerVTable, Wake, Waker};
 use std::thread::ThreadId;
 
 use crate::reactor::find_loop;
+use crate::reactor::Inner;
 use crate::reactor::Key;
 use crate::reactor::Shared;
 
@@ -62,6 +63,77 @@ thread_local! {
     /// Wakers nobody else holds, ready to be lent for a step on this thread (a loop lives on
     /// one thread, so its tasks' wakers do too).
     static POOL: RefCell<Vec<WakerPair>> = const { RefCell::new(Vec::new()) };
+    /// The task whose step runs now on this thread, and the waker its poll was given
+    /// (see [`step_key`]).
+    static STEP: Cell<Option<Step>> = const { Cell::new(None) };
+}
+
+/// A running step: the task's key, the identity of the waker in its `Context` (what
+/// `Waker::will_wake` compares: the data pointer and the vtable; only compared, never
+/// dereferenced, and valid while the step runs, since the step holds that waker), and the
+/// loop's iteration, which cannot change during the step.
+#[derive(Clone, Copy)]
+pub(crate) struct Step {
+    key: Key,
+    data: *const (),
+    vtable: &'static RawWakerVTable,
+    iteration: u64,
+}
+
+/// Marks the step of task `key`, polled with `waker`, as running on this thread until
+/// [`leave_step`] is given what this returns (the step it interrupts: a step that runs
+/// another loop's tasks nests).
+#[inline]
+pub(crate) fn enter_step(key: Key, waker: &Waker, iteration: u64) -> Option<Step> {
+    STEP.replace(Some(Step {
+        key,
+        data: waker.data(),
+        vtable: waker.vtable(),
+        iteration,
+    }))
+}
+
+/// Ends the step [`enter_step`] began.
+#[inline]
+pub(crate) fn leave_step(previous: Option<Step>) {
+    STEP.set(previous);
+}
+
+/// The task that waking `waker` would wake, if `waker` is the very waker of the step running
+/// now: then a future that parks can keep the task's key instead of a clone of the waker,
+/// and whoever wakes it on the loop's thread can call [`wake_task`] with the loop at hand.
+/// That skips what waking a `Waker` costs: a reference count up and down, the owner-thread
+/// check, and the lookup of the loop by id in the thread's table (`find_loop`). It also
+/// leaves the waker unshared, so it goes back to the pool after the step instead of staying
+/// with the task: a thousand parked tasks keep a thousand keys, not a thousand wakers.
+///
+/// `None` for any other waker: a combinator's own, `run_until_complete`'s, or a step's
+/// waker handed to code polled outside that step.
+#[inline]
+pub(crate) fn step_key(waker: &Waker) -> Option<Key> {
+    let step = STEP.get()?;
+    let same = std::ptr::eq(waker.data(), step.data) && std::ptr::eq(waker.vtable(), step.vtable);
+    same.then_some(step.key)
+}
+
+/// The iteration of loop `loop_id` when a step of one of its tasks runs now on this thread:
+/// what a socket that finds itself drained records, without upgrading its weak reference to
+/// the loop. `None` outside such a step (then it asks the loop).
+#[inline]
+pub(crate) fn step_iteration(loop_id: u64) -> Option<u64> {
+    let step = STEP.get()?;
+    (step.key.loop_id == loop_id).then_some(step.iteration)
+}
+
+/// Wakes task `key` from the loop's thread, as its `TaskWaker` would: through `inner` when it
+/// is that task's loop (the common case, no lookup), else through the thread's table.
+#[inline]
+pub(crate) fn wake_task(inner: &Inner, key: Key) {
+    if key.loop_id == inner.id {
+        inner.wake(key, false);
+    } else if let Some(other) = find_loop(key.loop_id) {
+        other.wake(key, false);
+    }
 }
 
 /// The most wakers the pool keeps (besides the spare).
