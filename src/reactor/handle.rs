@@ -64,7 +64,7 @@ fn same_cell(a: &Rc<dyn Callback>, b: &Rc<dyn Callback>) -> bool {
     std::ptr::addr_eq(Rc::as_ptr(a), Rc::as_ptr(b))
 }
 
-/// A callback scheduled with [`EventLoop::call_soon`]: cancel it before it runs.
+/// A callback scheduled with [`EventLoop::call_soon`](crate::EventLoop::call_soon): cancel it before it runs.
 ///
 /// Cheap to clone (a reference count). Dropping a `Handle` does **not** cancel the callback.
 ///
@@ -163,7 +163,8 @@ impl fmt::Debug for Handle {
     }
 }
 
-/// A callback scheduled with [`EventLoop::call_later`] or [`EventLoop::call_at`].
+/// A callback scheduled with [`EventLoop::call_later`](crate::EventLoop::call_later) or
+/// [`EventLoop::call_at`](crate::EventLoop::call_at).
 ///
 /// Cheap to clone. Dropping it does **not** cancel the timer.
 ///
@@ -251,7 +252,7 @@ impl TimerHandle {
         self.cell.state() == State::Done
     }
 
-    /// The deadline, on the loop's monotonic clock ([`EventLoop::time`]).
+    /// The deadline, on the loop's monotonic clock ([`EventLoop::time`](crate::EventLoop::time)).
     ///
     /// # Examples
     ///
