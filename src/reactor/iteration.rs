@@ -9,7 +9,8 @@
 //!   1. flush_interest   apply batched interest changes (one selector call per changed fd)
 //!   2. choose_timeout   0 if callbacks are ready, stop() was called or run_nowait;
 //!                       next deadline - now if a timer is pending; else block
-//!   3. wait             selector.select(timeout)   <- the only place the loop sleeps
+//!   3. wait             selector.select(timeout)   <- the only place the loop sleeps;
+//!                       not made when it may not block and no fd is watched
 //!   4. dispatch_io      queue each ready fd's reader/writer; on the waker, move the
 //!                       threadsafe callbacks and wake-ups in
 //!   5. expire_timers    queue every timer with deadline <= now, in (deadline, seq) order
@@ -30,9 +31,9 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
 use evloop_sys::clock;
 
+use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::reactor::event_loop::{bump, closed_error, StatsCells};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
