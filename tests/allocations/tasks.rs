@@ -255,4 +255,58 @@ per_backend! {
             .unwrap();
         assert_eq!(allocated, 0);
     }
+
+    /// Broadcast wake-ups: ten tasks wait on an `Event`, a `Notify` (`notify_waiters`) or a
+    /// `Barrier`, and are all released, round after round. The served waiters' list is given
+    /// back to its wait list, so in steady state a round allocates nothing.
+    fn broadcast_wake_ups_allocate_nothing(backend: Backend) {
+        use evloop::task::sync::{Barrier, Event};
+        const WAITERS: usize = 10;
+        let lp = common::new_loop(backend);
+        let event = Event::new();
+        let notify = Notify::new();
+        let barrier = Rc::new(Barrier::new(WAITERS + 1));
+        let arrived = Rc::new(Cell::new(0usize));
+        let mut waiters = Vec::new();
+        for _ in 0..WAITERS {
+            let (event, notify, barrier, arrived) =
+                (event.clone(), notify.clone(), barrier.clone(), arrived.clone());
+            waiters.push(lp.spawn(async move {
+                loop {
+                    event.wait().await;
+                    arrived.set(arrived.get() + 1);
+                    notify.notified().await;
+                    barrier.wait().await;
+                }
+            }));
+        }
+        let main = lp.spawn(async move {
+            // One round: set the event once all wait, let them park on the notify, release
+            // them, then meet them at the barrier.
+            let round = || async {
+                arrived.set(0);
+                evloop::task::yield_now().await;
+                event.set();
+                while arrived.get() < WAITERS {
+                    evloop::task::yield_now().await;
+                }
+                event.clear();
+                evloop::task::yield_now().await;
+                notify.notify_waiters();
+                barrier.wait().await;
+            };
+            for _ in 0..20 {
+                round().await; // warm-up: every list reaches its size
+            }
+            let before = allocations();
+            for _ in 0..200 {
+                round().await;
+            }
+            allocations() - before
+        });
+        assert_eq!(lp.run_until_complete(main).unwrap(), Ok(0));
+        for waiter in waiters {
+            waiter.cancel();
+        }
+    }
 }

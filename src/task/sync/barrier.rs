@@ -201,7 +201,7 @@ impl Future for BarrierWait<'_> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<BarrierWaitResult> {
         let this = &mut *self;
-        let released = {
+        let mut released = {
             let mut st = this.barrier.state.borrow_mut();
             match this.stage {
                 Stage::Start if st.waiters.len() + 1 >= st.n => {
@@ -229,9 +229,10 @@ impl Future for BarrierWait<'_> {
             }
         };
         // Calls user code: wakers. No borrow is held.
-        for waiter in released {
+        for waiter in released.drain(..) {
             waiter.waker.wake();
         }
+        this.barrier.state.borrow_mut().waiters.give_back(released);
         Poll::Ready(BarrierWaitResult { leader: true })
     }
 }

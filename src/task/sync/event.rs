@@ -86,7 +86,7 @@ impl Event {
 
     /// Sets the event and wakes every waiting task, in arrival order. A no-op if it is set.
     pub fn set(&self) {
-        let released = {
+        let mut released = {
             let mut st = self.state.borrow_mut();
             if st.is_set {
                 return;
@@ -96,9 +96,10 @@ impl Event {
             st.waiters.take_all()
         };
         // Calls user code: a waker. No borrow is held.
-        for waiter in released {
+        for waiter in released.drain(..) {
             waiter.waker.wake();
         }
+        self.state.borrow_mut().waiters.give_back(released);
     }
 
     /// Clears the event: later [`wait`](Event::wait)s wait for the next `set`. Waiters

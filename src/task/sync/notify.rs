@@ -156,15 +156,16 @@ impl Notify {
     /// assert!(!notify.has_permit());
     /// ```
     pub fn notify_waiters(&self) {
-        let released = {
+        let mut released = {
             let mut st = self.state.borrow_mut();
             let marked = st.marked;
             st.waiters.split_off(marked)
         };
         // Calls user code: wakers. No borrow is held.
-        for waiter in released {
+        for waiter in released.drain(..) {
             waiter.waker.wake();
         }
+        self.state.borrow_mut().waiters.give_back(released);
     }
 
     /// Whether a permit is stored (a `notify_one` that found nobody to release).

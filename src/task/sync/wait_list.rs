@@ -31,6 +31,10 @@ pub(crate) struct Waiter<E> {
 pub(crate) struct WaitList<E> {
     next_id: u64,
     entries: VecDeque<Waiter<E>>,
+    /// An empty buffer with capacity, swapped in when every waiter is served at once and
+    /// given back ([`give_back`](WaitList::give_back)) once they are woken, so releasing all
+    /// waiters, again and again, allocates nothing in steady state.
+    spare: VecDeque<Waiter<E>>,
 }
 
 impl<E> WaitList<E> {
@@ -38,6 +42,7 @@ impl<E> WaitList<E> {
         WaitList {
             next_id: 0,
             entries: VecDeque::new(),
+            spare: VecDeque::new(),
         }
     }
 
@@ -101,18 +106,32 @@ impl<E> WaitList<E> {
         }
     }
 
-    /// Serves every waiter at once.
+    /// Serves every waiter at once. Hand the deque back with
+    /// [`give_back`](WaitList::give_back) once the waiters are woken.
     pub(crate) fn take_all(&mut self) -> VecDeque<Waiter<E>> {
-        std::mem::take(&mut self.entries)
+        let spare = std::mem::take(&mut self.spare);
+        std::mem::replace(&mut self.entries, spare)
     }
 
-    /// Serves every waiter from `index` on, at once; the first `index` stay parked.
+    /// Takes back a deque of served waiters, emptied, to reuse its memory.
+    pub(crate) fn give_back(&mut self, mut served: VecDeque<Waiter<E>>) {
+        served.clear();
+        if served.capacity() > self.spare.capacity() {
+            self.spare = served;
+        }
+    }
+
+    /// Serves every waiter from `index` on, at once; the first `index` stay parked. Hand the
+    /// deque back with [`give_back`](WaitList::give_back) once the waiters are woken.
     ///
     /// It serves waiters from the back, so [`was_served`](WaitList::was_served) cannot tell
     /// them: a user of `split_off` tells a served waiter by its absence from the list
     /// (`notify.rs` does).
     pub(crate) fn split_off(&mut self, index: usize) -> VecDeque<Waiter<E>> {
-        self.entries.split_off(index.min(self.entries.len()))
+        let mut tail = std::mem::take(&mut self.spare);
+        let index = index.min(self.entries.len());
+        tail.extend(self.entries.drain(index..));
+        tail
     }
 
     /// The waiters, first to last.
