@@ -25,8 +25,8 @@
 //!   quarter of the heap or more is cancelled (and it holds more than [`COMPACT_MIN`]), the
 //!   heap is rebuilt without them in one sweep ([`COMPACT_FRACTION`]), also right before
 //!   timers are expired, so memory stays within a constant factor of the live timers and
-//!   cancelled entries are mostly swept, not popped one by one. The alternative, libev's eager removal, keeps a back-pointer in every timer and
-//!   updates it on every sift.
+//!   cancelled entries are mostly swept, not popped one by one. The alternative, libev's
+//!   eager removal, keeps a back-pointer in every timer and updates it on every sift.
 //! - **Time is a parameter.** Nothing here reads the clock: the loop passes `now`. Unit tests
 //!   drive the queue with made-up instants (a virtual clock), exactly and instantly.
 
