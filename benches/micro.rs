@@ -54,12 +54,14 @@ fn callbacks(n: u64, k: u64, watch_fd: bool) {
         }
     }
     let lp = EventLoop::new().unwrap();
-    let pair = std::os::unix::net::UnixStream::pair().unwrap();
-    if watch_fd {
+    // Kept until the end: the reader is removed before the pair is closed.
+    let pair = watch_fd.then(|| {
         use std::os::fd::AsRawFd;
+        let pair = std::os::unix::net::UnixStream::pair().unwrap();
         lp.add_reader(pair.0.as_raw_fd(), |_| unreachable!("nothing is written"))
             .unwrap();
-    }
+        pair
+    });
     REMAIN.with(|r| r.set(n - k));
     EXECUTED.with(|e| e.set(0));
     TOTAL.with(|t| t.set(n));
@@ -79,9 +81,9 @@ fn callbacks(n: u64, k: u64, watch_fd: bool) {
     };
     emit(bench, "ns_per_cb", dt / n as f64);
     emit(bench, "iterations", (lp.stats().iterations - it0) as f64);
-    if watch_fd {
+    if let Some((watched, _)) = &pair {
         use std::os::fd::AsRawFd;
-        lp.remove_reader(pair.0.as_raw_fd());
+        lp.remove_reader(watched.as_raw_fd());
     }
 }
 

@@ -228,10 +228,15 @@ impl Hasher for TypeIdHasher {
 pub(crate) struct Cells {
     /// The pool used last: a loop usually schedules the same closure type many times in a row.
     last: RefCell<Option<Rc<dyn Any>>>,
-    /// Every pool, by closure type (typed access through `Any`).
-    by_type: RefCell<HashMap<TypeId, Rc<dyn Any>, BuildHasherDefault<TypeIdHasher>>>,
-    /// The same pools again, to empty them on drop.
-    all: RefCell<Vec<Rc<dyn AnyPool>>>,
+    /// Every pool, by closure type: seen as `Any` for typed access, and as `AnyPool` to be
+    /// emptied on drop (the same `Rc`, two views).
+    by_type: RefCell<HashMap<TypeId, PoolViews, BuildHasherDefault<TypeIdHasher>>>,
+}
+
+/// One pool as the two traits see it.
+struct PoolViews {
+    typed: Rc<dyn Any>,
+    erased: Rc<dyn AnyPool>,
 }
 
 impl Cells {
@@ -290,9 +295,12 @@ impl Cells {
                 let pool = Rc::new(Pool::<F> {
                     free: RefCell::new(Vec::new()),
                 });
-                self.all.borrow_mut().push(pool.clone());
-                pool
+                PoolViews {
+                    typed: pool.clone(),
+                    erased: pool,
+                }
             })
+            .typed
             .clone();
         *self.last.borrow_mut() = Some(any.clone());
         any.downcast::<Pool<F>>()
@@ -308,8 +316,8 @@ impl Cells {
 impl Drop for Cells {
     fn drop(&mut self) {
         // Pooled cells hold their pool; emptying the pools ends those cycles.
-        for pool in self.all.get_mut().drain(..) {
-            pool.clear();
+        for views in self.by_type.get_mut().values() {
+            views.erased.clear();
         }
     }
 }

@@ -41,12 +41,6 @@ use crate::reactor::remote::RemoteItem;
 use crate::reactor::trace;
 use crate::reactor::{EventLoop, Inner};
 
-/// What step 3 found besides the events.
-struct Waited {
-    /// No wait was made, and another thread had posted: step 4 takes the remote queue.
-    posted: bool,
-}
-
 /// What every step of one iteration needs to know about it: its number, and whether trace
 /// mode narrates it (read once per iteration).
 #[derive(Clone, Copy)]
@@ -65,8 +59,8 @@ impl EventLoop {
         let registry = guard.as_mut().ok_or_else(|| closed_error("run"))?;
         self.flush_interest(registry, pass);
         let timeout = self.choose_timeout(pass, nowait);
-        let waited = self.wait(registry, pass, timeout)?;
-        self.dispatch_io(registry, pass, waited.posted);
+        let posted = self.wait(registry, pass, timeout)?;
+        self.dispatch_io(registry, pass, posted);
         drop(guard);
         self.expire_timers(pass);
         self.run_ready(pass);
@@ -89,7 +83,7 @@ impl EventLoop {
     #[inline]
     fn flush_interest(&self, registry: &mut Registry, pass: Pass) {
         let inner = &*self.inner;
-        if !registry.has_changes() && !pass.trace {
+        if !registry.has_changes() {
             return; // the steady state: nothing to tell the kernel
         }
         let changes = registry.flush(&mut inner.ready.borrow_mut());
@@ -132,13 +126,15 @@ impl EventLoop {
     /// A wait that may not block, on a loop that watches no fd, is not made at all: it could
     /// only report the waker, and whether another thread posted is a flag the loop can read
     /// without a syscall (`docs/03-one-iteration.md`, "A poll with nothing to poll").
+    /// Returns whether that flag was set (then step 4 takes the remote queue); `false` after
+    /// a real wait, whose events say it.
     #[inline]
     fn wait(
         &self,
         registry: &mut Registry,
         pass: Pass,
         timeout: Option<Duration>,
-    ) -> io::Result<Waited> {
+    ) -> io::Result<bool> {
         let inner = &*self.inner;
         if timeout == Some(Duration::ZERO) && registry.watches_nothing() {
             registry.skip_select();
@@ -151,7 +147,7 @@ impl EventLoop {
                     Duration::ZERO,
                 ));
             }
-            return Ok(Waited { posted });
+            return Ok(posted);
         }
         // The time spent in a wait that could block, as plain nanoseconds (`Instant`'s checked
         // arithmetic would cost more than the two clock reads).
@@ -169,7 +165,7 @@ impl EventLoop {
             let blocked = Duration::from_nanos(blocked);
             inner.emit(trace::wait(pass.iteration, inner.backend, &events, blocked));
         }
-        Ok(Waited { posted: false })
+        Ok(false)
     }
 
     /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired (or, with
