@@ -18,6 +18,7 @@
 //!  -----------------------------------------------------------------------   │
 //!  reactor/     event_loop.rs  EventLoop, its state, run / stop / settings    │
 //!               iteration.rs   the six steps of one iteration                 │
+//!               clock.rs       the loop's clock: real, or virtual for tests   │
 //!               scheduling.rs  call_soon / call_later / add_reader ...        │
 //!               close.rs       close, panic-safe                              │
 //!               ready.rs       the FIFO ready deque                           │

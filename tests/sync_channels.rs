@@ -348,7 +348,7 @@ per_backend! {
 
     fn interval_poll_next_and_poll_tick_follow_the_same_grid_as_tick(backend: Backend) {
         const TICKS: u32 = 5;
-        let lp = new_loop(backend);
+        let lp = virtual_loop(backend, true); // exact offsets, instantly
         let period = Duration::from_millis(1);
         // Burst keeps the grid whatever the loop's delays: offsets are exact multiples.
         let new_interval = || {

@@ -74,7 +74,7 @@ impl AcceptPolicy {
                 Err(e) => {
                     if sys::is_out_of_fds(&e) {
                         self.paused_until
-                            .set(Some(Instant::now() + ACCEPT_RETRY_DELAY));
+                            .set(Some(crate::reactor::loop_time() + ACCEPT_RETRY_DELAY));
                     }
                     return Err(e);
                 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use evloop_sys::Backend;
 
+use crate::reactor::clock::{Clock, VirtualClock};
 use crate::reactor::event_loop::EventLoop;
 
 /// Configures and creates an [`EventLoop`] (from [`EventLoop::builder`]).
@@ -32,7 +33,7 @@ use crate::reactor::event_loop::EventLoop;
 /// assert_eq!(event_loop.slow_callback_duration(), Duration::from_millis(20));
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[must_use = "a Builder makes nothing until build() is called"]
 pub struct Builder {
     backend: Option<Backend>,
@@ -40,6 +41,22 @@ pub struct Builder {
     trace: Option<bool>,
     slow_callback: Option<Duration>,
     ignore_env: bool,
+    virtual_clock: bool,
+    auto_advance: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder {
+            backend: None,
+            debug: None,
+            trace: None,
+            slow_callback: None,
+            ignore_env: false,
+            virtual_clock: false,
+            auto_advance: true,
+        }
+    }
 }
 
 impl Builder {
@@ -111,6 +128,63 @@ impl Builder {
         self
     }
 
+    /// Run on a virtual clock: [`EventLoop::time`] starts at the loop's creation instant and
+    /// moves only when told, so code full of timers is tested instantly and the same way on
+    /// every run. Two things move it:
+    ///
+    /// - [`EventLoop::advance`]`(d)`: fires the timers due within `d`, in deadline order,
+    ///   each at its own deadline (`time()` reads the deadline inside the callback);
+    /// - **auto-advance** (on unless [`auto_advance`](Builder::auto_advance)`(false)`): when
+    ///   the loop would sleep until its next timer — nothing ready, no timer due — it jumps
+    ///   to that deadline instead (tokio's `start_paused`). If fds are watched, they are
+    ///   polled once first, with a zero timeout, so I/O already waiting runs before the jump.
+    ///
+    /// `call_later`/`call_at`, `sleep`, `timeout` and `interval` all follow the loop's clock.
+    /// Real I/O still works; only waiting for a timer is virtual (`docs/18-testing.md`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::builder().virtual_clock().build()?;
+    /// let start = event_loop.time();
+    /// // An hour-long sleep returns at once; the clock says an hour has passed.
+    /// event_loop.run_until_complete(evloop::sleep(Duration::from_secs(3600)))?;
+    /// assert_eq!(event_loop.time() - start, Duration::from_secs(3600));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn virtual_clock(mut self) -> Builder {
+        self.virtual_clock = true;
+        self
+    }
+
+    /// With a [`virtual_clock`](Builder::virtual_clock): whether an idle loop jumps to its
+    /// next deadline (default `true`). With `false`, only [`EventLoop::advance`] moves the
+    /// clock, and a loop waiting for a timer blocks until I/O or a wake-up — drive such a
+    /// loop with `advance` and `run_nowait`. Has no effect on a real clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::{cell::Cell, rc::Rc, time::Duration};
+    /// let event_loop = evloop::EventLoop::builder()
+    ///     .virtual_clock()
+    ///     .auto_advance(false)
+    ///     .build()?;
+    /// let fired = Rc::new(Cell::new(0));
+    /// let f = fired.clone();
+    /// event_loop.call_later(Duration::from_secs(10), move |_| f.set(f.get() + 1));
+    /// event_loop.run_nowait()?;
+    /// assert_eq!(fired.get(), 0); // ten virtual seconds have not passed
+    /// event_loop.advance(Duration::from_secs(10))?;
+    /// assert_eq!(fired.get(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn auto_advance(mut self, on: bool) -> Builder {
+        self.auto_advance = on;
+        self
+    }
+
     /// Ignore `EVLOOP_BACKEND`, `EVLOOP_DEBUG` and `EVLOOP_TRACE`: what is not set here takes
     /// the built-in default (the platform's best backend, debug and trace off).
     ///
@@ -152,7 +226,12 @@ impl Builder {
             None if self.ignore_env => Backend::platform_default(),
             None => Backend::from_env()?,
         };
-        let event_loop = EventLoop::with_backend(backend)?;
+        let clock = if self.virtual_clock {
+            Clock::Virtual(VirtualClock::new(self.auto_advance))
+        } else {
+            Clock::Real
+        };
+        let event_loop = EventLoop::make(backend, clock)?;
         let inner = &event_loop.inner;
         // `with_backend` read EVLOOP_DEBUG / EVLOOP_TRACE; what was said here wins, and
         // ignoring the environment means the defaults (off).
@@ -172,7 +251,7 @@ impl Builder {
 
 impl EventLoop {
     /// A [`Builder`] for a loop configured in code (backend, debug and trace modes, the
-    /// slow-callback threshold, and whether `EVLOOP_*` variables apply).
+    /// slow-callback threshold, a virtual clock, and whether `EVLOOP_*` variables apply).
     ///
     /// # Examples
     ///

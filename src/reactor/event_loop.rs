@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use evloop_sys::{new_selector, Backend};
 
 use crate::reactor::cells::Cells;
+use crate::reactor::clock::Clock;
 use crate::reactor::diagnostics::{self, Diagnostic, DiagnosticKind};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
@@ -122,6 +123,8 @@ pub(crate) struct Inner {
     /// to the front of the ready deque, in order, and run right after the callback, in the
     /// same pass (`iteration.rs`, `run_ready`). `None` otherwise: a wake queues at the back.
     pub(crate) woken_by_io: Cell<Option<usize>>,
+    /// What [`EventLoop::time`] reads: the monotonic clock, or a virtual one (`clock.rs`).
+    pub(crate) clock: Clock,
 }
 
 /// The counters behind [`Stats`].
@@ -223,6 +226,11 @@ impl EventLoop {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn with_backend(backend: Backend) -> io::Result<EventLoop> {
+        EventLoop::make(backend, Clock::Real)
+    }
+
+    /// A loop on `backend` with `clock` (the builder's way in).
+    pub(crate) fn make(backend: Backend, clock: Clock) -> io::Result<EventLoop> {
         let mut selector = new_selector(backend)?;
         // The selector's own waker (kqueue: EVFILT_USER), or an fd waker registered in it.
         let waker = evloop_sys::selector::waker_for(&mut *selector)?;
@@ -251,6 +259,7 @@ impl EventLoop {
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
                 stats: StatsCells::default(),
                 woken_by_io: Cell::new(None),
+                clock,
             }),
         };
         LOOPS.with(|l| {
@@ -299,7 +308,9 @@ impl EventLoop {
 
     /// The loop's clock: monotonic (`CLOCK_MONOTONIC`, which stops during system suspend).
     /// Read afresh on every call, never cached, so a long callback cannot make a later
-    /// `call_later` fire early (edge case 43).
+    /// `call_later` fire early (edge case 43). On a loop built with a virtual clock
+    /// ([`Builder::virtual_clock`](crate::Builder::virtual_clock)) it is the loop's
+    /// creation instant plus the time advanced since, and moves only when told.
     ///
     /// # Examples
     ///
@@ -309,8 +320,41 @@ impl EventLoop {
     /// assert!(b >= a); // monotonic, and read afresh each time
     /// # Ok::<(), std::io::Error>(())
     /// ```
+    #[inline]
     pub fn time(&self) -> Instant {
-        Instant::now()
+        self.inner.clock.now()
+    }
+
+    /// Whether the loop runs on a virtual clock
+    /// ([`Builder::virtual_clock`](crate::Builder::virtual_clock)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!evloop::EventLoop::new()?.is_virtual_clock());
+    /// assert!(evloop::EventLoop::builder().virtual_clock().build()?.is_virtual_clock());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_virtual_clock(&self) -> bool {
+        self.inner.clock.as_virtual().is_some()
+    }
+
+    /// On a virtual clock, the time advanced since the loop was built (zero at first:
+    /// `time()` is then the creation instant plus this). `None` on the real clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::builder().virtual_clock().build()?;
+    /// assert_eq!(event_loop.virtual_elapsed(), Some(Duration::ZERO));
+    /// event_loop.advance(Duration::from_secs(90))?;
+    /// assert_eq!(event_loop.virtual_elapsed(), Some(Duration::from_secs(90)));
+    /// assert_eq!(evloop::EventLoop::new()?.virtual_elapsed(), None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn virtual_elapsed(&self) -> Option<Duration> {
+        self.inner.clock.as_virtual().map(|v| v.elapsed())
     }
 
     /// Runs iterations until [`stop`](EventLoop::stop) is called, then returns; the loop can
@@ -952,6 +996,13 @@ impl fmt::Debug for EventLoop {
 }
 
 /// The running loop of this thread, if any: used by `current()`.
+/// The running loop's clock ([`EventLoop::time`]: virtual on a loop built so), or the
+/// monotonic clock when no loop runs on this thread: what `sleep`, `interval` and the
+/// accept back-off measure their delays from.
+pub(crate) fn loop_time() -> Instant {
+    running_loop().map_or_else(Instant::now, |event_loop| event_loop.time())
+}
+
 pub(crate) fn running_loop() -> Option<EventLoop> {
     match RUNNING.with(Cell::get) {
         0 => None,

@@ -9,6 +9,7 @@
 //!   1. flush_interest   apply batched interest changes (one selector call per changed fd)
 //!   2. choose_timeout   0 if callbacks are ready, stop() was called or run_nowait;
 //!                       next deadline - now if a timer is pending; else block
+//!                       (a virtual clock moves to the deadline instead: clock.rs)
 //!   3. wait             selector.select(timeout)   <- the only place the loop sleeps;
 //!                       not made when it may not block and no fd is watched
 //!   4. dispatch_io      queue each ready fd's reader/writer; on the waker, move the
@@ -33,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use evloop_sys::clock;
 
+use crate::reactor::clock::VirtualClock;
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::reactor::event_loop::{bump, closed_error, StatsCells};
 use crate::reactor::ready::Ready;
@@ -58,7 +60,7 @@ impl EventLoop {
         let mut guard = self.inner.registry.borrow_mut();
         let registry = guard.as_mut().ok_or_else(|| closed_error("run"))?;
         self.flush_interest(registry, pass);
-        let timeout = self.choose_timeout(pass, nowait);
+        let timeout = self.choose_timeout(registry, pass, nowait);
         let posted = self.wait(registry, pass, timeout)?;
         self.dispatch_io(registry, pass, posted);
         drop(guard);
@@ -96,7 +98,7 @@ impl EventLoop {
 
     /// Step 2: how long the wait may block. `None` blocks until I/O or a wake-up.
     #[inline]
-    fn choose_timeout(&self, pass: Pass, nowait: bool) -> Option<Duration> {
+    fn choose_timeout(&self, registry: &Registry, pass: Pass, nowait: bool) -> Option<Duration> {
         let inner = &*self.inner;
         let (timeout, why) = if nowait {
             (Some(Duration::ZERO), "run_nowait")
@@ -105,18 +107,63 @@ impl EventLoop {
         } else if inner.stopping.get() {
             (Some(Duration::ZERO), "stop() was called")
         } else {
-            match inner.timers.borrow_mut().next_deadline() {
-                Some(when) => (
-                    Some(when.saturating_duration_since(Instant::now())),
-                    "next timer",
-                ),
-                None => (None, "nothing scheduled: block until I/O or a wake-up"),
+            let next = inner.timers.borrow_mut().next_deadline();
+            match inner.clock.as_virtual() {
+                Some(clock) => self.virtual_timeout(registry, clock, next),
+                None => match next {
+                    Some(when) => (
+                        Some(when.saturating_duration_since(Instant::now())),
+                        "next timer",
+                    ),
+                    None => (None, "nothing scheduled: block until I/O or a wake-up"),
+                },
             }
         };
         if pass.trace {
             inner.emit(trace::timeout(pass.iteration, timeout, why));
         }
         timeout
+    }
+
+    /// Step 2 on a virtual clock (`clock.rs`), with nothing ready: the clock moves instead
+    /// of the loop sleeping. To the next deadline if `advance` reaches it, or if the loop is
+    /// idle and auto-advance is on (after one zero-timeout poll when fds are watched); else
+    /// the wait blocks for I/O, which virtual time does not replace.
+    #[cold]
+    fn virtual_timeout(
+        &self,
+        registry: &Registry,
+        clock: &VirtualClock,
+        next: Option<Instant>,
+    ) -> (Option<Duration>, &'static str) {
+        let Some(when) = next else {
+            clock.reach_target();
+            return (None, "nothing scheduled: block until I/O or a wake-up");
+        };
+        if when <= clock.now() {
+            (Some(Duration::ZERO), "a timer is due")
+        } else if when <= clock.target() {
+            clock.move_to(when);
+            (
+                Some(Duration::ZERO),
+                "virtual clock: advance() passes the next timer",
+            )
+        } else if !clock.auto_advance {
+            clock.reach_target();
+            (None, "virtual clock: time moves only by advance()")
+        } else if registry.watches_nothing() || clock.may_jump(self.inner.stats.callbacks_run.get())
+        {
+            clock.move_to(when);
+            (
+                Some(Duration::ZERO),
+                "virtual clock: idle, jump to the next timer",
+            )
+        } else {
+            (
+                Some(Duration::ZERO),
+                "virtual clock: poll I/O once before jumping",
+            )
+        }
     }
 
     /// Step 3: wait in the selector. A wait that could block is timed into
@@ -193,7 +240,7 @@ impl EventLoop {
             }
             // Read after the wait and the dispatch: never earlier than any clock reading the
             // callbacks of this pass could have made before.
-            let now = Instant::now();
+            let now = inner.clock.now();
             let fired = timers.expire(now, &mut inner.ready.borrow_mut());
             timers.tidy();
             fired

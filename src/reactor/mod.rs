@@ -6,6 +6,7 @@
 //!  event_loop.rs   EventLoop and the state its clones share (Inner); run / stop / stats
 //!  builder.rs      EventLoop::builder(): backend, modes, thresholds, with or without env
 //!  iteration.rs    the six steps of one iteration, one function each
+//!  clock.rs        the loop's clock: real, or virtual (moves only when told)
 //!  scheduling.rs   call_soon / call_later / call_at / add_reader / add_writer / remove_*
 //!  close.rs        close() and drop, panic-safe
 //!  ready.rs        the ready deque's entries: callbacks, I/O watchers, threadsafe calls,
@@ -26,6 +27,7 @@
 
 mod builder;
 mod cells;
+mod clock;
 mod close;
 pub mod diagnostics;
 mod event_loop;
@@ -48,7 +50,7 @@ pub use remote::{LoopClosed, Remote};
 pub use weak::WeakEventLoop;
 
 pub(crate) use diagnostics::panic_message;
-pub(crate) use event_loop::{find_loop, Inner};
+pub(crate) use event_loop::{find_loop, loop_time, Inner};
 pub(crate) use ready::Ready;
 pub(crate) use remote::Shared;
 pub(crate) use runnable::{Abandoned, Key, Runnable, RunnableRef, Slot};

@@ -13,16 +13,29 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::promise::Promise;
-use crate::reactor::{TimerHandle, MAX_DELAY};
+use crate::reactor::{loop_time, TimerHandle, MAX_DELAY};
 
 /// The future of [`sleep`] and [`sleep_until`].
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
-    deadline: Instant,
+    deadline: Deadline,
     armed: Option<(Promise<()>, TimerHandle)>,
 }
 
+/// When a [`Sleep`] ends: an instant, or a delay not yet started.
+#[derive(Debug, Clone, Copy)]
+enum Deadline {
+    At(Instant),
+    /// A `sleep(delay)` made outside a running loop: the delay starts when the sleep is first
+    /// polled, on the clock of the loop that polls it (which may be virtual).
+    After(Duration),
+}
+
 /// Waits `delay` (never less), on the running loop's clock.
+///
+/// Made inside a running loop (in a task or a callback), the delay starts now; made outside
+/// one (say, as the argument of `run_until_complete`), it starts when the sleep is first
+/// polled, so that a loop on a virtual clock measures it on its own clock.
 ///
 /// Built from the loop's primitives: on first poll it creates a [`Promise`] and a
 /// `call_later` timer that resolves it. Delays beyond [`MAX_DELAY`] are clamped.
@@ -41,7 +54,15 @@ pub struct Sleep {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn sleep(delay: Duration) -> Sleep {
-    sleep_until(Instant::now() + delay.min(MAX_DELAY))
+    let delay = delay.min(MAX_DELAY);
+    let deadline = match crate::reactor::try_current() {
+        Some(event_loop) => Deadline::At(event_loop.time() + delay),
+        None => Deadline::After(delay),
+    };
+    Sleep {
+        deadline,
+        armed: None,
+    }
 }
 
 /// Waits until `deadline` on the loop's clock (at once if it has passed, but never
@@ -61,13 +82,14 @@ pub fn sleep(delay: Duration) -> Sleep {
 /// ```
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
-        deadline,
+        deadline: Deadline::At(deadline),
         armed: None,
     }
 }
 
 impl Sleep {
-    /// When the sleep ends.
+    /// When the sleep ends. (For a `sleep(delay)` made outside a running loop and not yet
+    /// polled: `delay` from now on the monotonic clock, as it would be if polled now.)
     ///
     /// # Examples
     ///
@@ -78,7 +100,10 @@ impl Sleep {
     /// assert_eq!(sleep.deadline(), deadline);
     /// ```
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        match self.deadline {
+            Deadline::At(when) => when,
+            Deadline::After(delay) => loop_time() + delay,
+        }
     }
 
     /// Moves the deadline (the timer is re-armed on the next poll).
@@ -102,7 +127,7 @@ impl Sleep {
         if let Some((_, timer)) = self.armed.take() {
             timer.cancel();
         }
-        self.deadline = deadline;
+        self.deadline = Deadline::At(deadline);
     }
 }
 
@@ -112,10 +137,15 @@ impl Future for Sleep {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if self.armed.is_none() {
             let event_loop = crate::reactor::current();
+            let deadline = match self.deadline {
+                Deadline::At(when) => when,
+                Deadline::After(delay) => event_loop.time() + delay,
+            };
+            self.deadline = Deadline::At(deadline);
             let promise: Promise<()> = event_loop.create_promise();
             let p = promise.clone();
             // The timer's callback resolves the promise; the promise wakes the task.
-            let timer = event_loop.call_at(self.deadline, move |_| {
+            let timer = event_loop.call_at(deadline, move |_| {
                 let _ = p.set_result(());
             });
             self.armed = Some((promise, timer));
@@ -282,12 +312,14 @@ pub enum MissedTick {
 /// ```
 pub fn interval(period: Duration) -> Interval {
     assert!(!period.is_zero(), "interval: the period must be non-zero");
-    let now = Instant::now();
+    // Made outside a running loop, the first tick is when the interval is first polled (on
+    // the polling loop's clock, which may be virtual).
+    let now = crate::reactor::try_current().map(|event_loop| event_loop.time());
     Interval {
         next: now,
         period: period.min(MAX_DELAY),
         missed: MissedTick::default(),
-        sleep: sleep_until(now),
+        sleep: sleep_until(now.unwrap_or_else(Instant::now)),
     }
 }
 
@@ -295,7 +327,8 @@ pub fn interval(period: Duration) -> Interval {
 #[derive(Debug)]
 #[must_use = "an Interval ticks only when tick() is awaited"]
 pub struct Interval {
-    next: Instant,
+    /// The next tick; `None` until first polled when made outside a running loop.
+    next: Option<Instant>,
     period: Duration,
     missed: MissedTick,
     sleep: Sleep,
@@ -346,15 +379,16 @@ impl Interval {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
-        if self.sleep.deadline() != self.next {
-            self.sleep.reset(self.next);
+        let next = *self.next.get_or_insert_with(loop_time);
+        if self.sleep.deadline() != next {
+            self.sleep.reset(next);
         }
         if Pin::new(&mut self.sleep).poll(cx).is_pending() {
             return Poll::Pending;
         }
-        let scheduled = self.next;
-        let now = Instant::now();
-        self.next = match self.missed {
+        let scheduled = next;
+        let now = loop_time();
+        let next = match self.missed {
             MissedTick::Burst => scheduled + self.period,
             MissedTick::Delay if now > scheduled + self.period => now + self.period,
             MissedTick::Delay => scheduled + self.period,
@@ -368,7 +402,8 @@ impl Interval {
                 scheduled + skip.min(MAX_DELAY)
             }
         };
-        self.sleep.reset(self.next);
+        self.next = Some(next);
+        self.sleep.reset(next);
         Poll::Ready(scheduled)
     }
 

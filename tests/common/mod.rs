@@ -56,6 +56,27 @@ pub fn new_loop(backend: Backend) -> EventLoop {
     lp
 }
 
+/// A loop on `backend` with a virtual clock (`docs/18-testing.md`): timers fire when the loop
+/// is idle (auto-advance) or when `advance` says so, instantly and in the same order on
+/// every run. Its watchdog counts real time, on another thread (a virtual one would simply be
+/// jumped to): after 20 s it makes the loop panic.
+pub fn virtual_loop(backend: Backend, auto_advance: bool) -> EventLoop {
+    let lp = EventLoop::builder()
+        .backend(backend)
+        .virtual_clock()
+        .auto_advance(auto_advance)
+        .build()
+        .expect("create loop");
+    let remote = lp.remote();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        let _ = remote.call_soon_threadsafe(|_| {
+            panic!("watchdog: the loop was still running after 20 real seconds (a hang)")
+        });
+    });
+    lp
+}
+
 /// A timer that panics if the loop is still running after `secs` seconds.
 pub fn watchdog(lp: &EventLoop, secs: u64) -> evloop::TimerHandle {
     lp.call_later(Duration::from_secs(secs), move |_| {
