@@ -834,35 +834,53 @@ fn closed_panic(what: &str) -> ! {
 impl EventLoop {
     /// Checks and sets "running"; the guard unsets it (and the stop request) on every exit,
     /// panics included, so no stale `stop()` survives a panic (edge case 33).
+    ///
+    /// `run_once` calls this once per iteration, so the checks that pass are a few flag tests
+    /// inline; the errors are built out of line, by [`EventLoop::refuse_entry`].
+    #[inline]
     pub(crate) fn enter(&self, what: &str) -> io::Result<RunningGuard<'_>> {
-        if self.inner.closed.get() {
-            return Err(closed_error(what));
+        let inner = &*self.inner;
+        // One atomic load per `run_*` call for the fork check (docs/07-threads-and-wakeups.md,
+        // "After fork()"). A running loop cannot be dropped (its guard holds it), so a
+        // non-zero `RUNNING` is a live loop on this thread: this one, or another.
+        if inner.closed.get()
+            || inner.running.get()
+            || RUNNING.with(Cell::get) != 0
+            || inner.remote.forked()
+        {
+            return Err(self.refuse_entry(what));
         }
-        // One atomic load per `run_*` call (docs/07-threads-and-wakeups.md, "After fork()").
+        RUNNING.with(|r| r.set(inner.id));
+        inner.running.set(true);
+        Ok(RunningGuard { inner })
+    }
+
+    /// Why [`EventLoop::enter`] refuses to run the loop, checked in order of precedence:
+    /// closed, forked, already running, another loop running on this thread.
+    #[cold]
+    #[inline(never)]
+    fn refuse_entry(&self, what: &str) -> io::Error {
+        if self.inner.closed.get() {
+            return closed_error(what);
+        }
         if self.inner.remote.forked() {
-            return Err(forked_error(what, self.inner.pid, std::process::id()));
+            return forked_error(what, self.inner.pid, std::process::id());
         }
         if self.inner.running.get() {
-            return Err(io::Error::new(
+            return io::Error::new(
                 io::ErrorKind::ResourceBusy,
                 format!(
                     "{what}: this event loop is already running (a callback cannot run its own \
                      loop; schedule work with call_soon instead)"
                 ),
-            ));
+            );
         }
-        // A running loop cannot be dropped (its guard holds it), so a non-zero id is live.
-        if RUNNING.with(Cell::get) != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                format!(
-                    "{what}: another event loop is running on this thread; run one loop per thread"
-                ),
-            ));
-        }
-        RUNNING.with(|r| r.set(self.inner.id));
-        self.inner.running.set(true);
-        Ok(RunningGuard { inner: &self.inner })
+        io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            format!(
+                "{what}: another event loop is running on this thread; run one loop per thread"
+            ),
+        )
     }
 }
 

@@ -30,6 +30,7 @@ extern "C" fn in_child() {
 /// let made_in = evloop_sys::process::fork_generation();
 /// assert_eq!(evloop_sys::process::fork_generation(), made_in); // no fork in between
 /// ```
+#[inline]
 pub fn fork_generation() -> u64 {
     INSTALL.call_once(|| {
         // SAFETY: `in_child` is an `extern "C"` function with no arguments, as
