@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 pub use evloop::{Backend, EventLoop};
+pub mod browser;
 pub mod docs_util;
 pub mod fuzz_model;
 pub mod net;
