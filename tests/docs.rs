@@ -24,15 +24,15 @@
 //!   implemented", "not implemented yet", "will be added". The failure names the backticked
 //!   things on the line that exist, which is the usual case: the text went stale when the thing
 //!   was built;
-//! - **quotes of the code** stay true. A ```` ```rust ```` block whose introducing line (the
-//!   last non-blank line before the fence) starts with a backticked `.rs` path and a backticked
-//!   item and ends with `:` is a quote of that item. Every line of the block, whitespace
+//! - **quotes of the code** stay true. A ```` ```rust ```` block whose introducing paragraph
+//!   (the lines before the fence, back to a blank line) ends with `:` and names a backticked
+//!   `.rs` path followed by a backticked item is a quote of that item (the first such pair). Every line of the block, whitespace
 //!   collapsed, must be a line of the file, in the same order, and one of them must name the
 //!   item (its last segment, as a whole word). A line that is only `// ...` marks an elision
 //!   and is skipped, and so is a blank line. So a quote may leave lines out, but not change,
 //!   reorder or invent one; when the code changes, the page fails until the quote is
-//!   refreshed. Rust blocks without such an introducing line (code to paste, sketches) are
-//!   not checked.
+//!   refreshed. Rust blocks without such an introducing paragraph (code to paste, sketches)
+//!   are not checked; so introduce a quote as `` `src/task/time.rs` `Sleep`, its `Drop`: ``.
 //!
 //! What a page may say, that the repository stands alone and that the edge-case catalogue
 //! matches the code are checked by `tests/repo_stands_alone.rs`. Both read the pages through
@@ -387,20 +387,23 @@ fn quotes(text: &str) -> Vec<Quote<'_>> {
             .find(|&j| lines[j].trim_start().starts_with("```"))
             .unwrap_or(lines.len());
         if fence.trim_end() == "```rust" {
-            let intro = lines[..i].iter().rev().find(|l| !l.trim().is_empty());
-            if let Some(intro) = intro.filter(|l| l.trim_end().ends_with(':')) {
-                let spans = code_spans(intro);
-                let starts_with_path = intro.trim_start().starts_with('`');
-                if let (true, Some((path, item))) = (starts_with_path, path_item_pairs(intro).first())
-                {
-                    if spans.first() == Some(path) {
-                        out.push(Quote {
-                            line: i + 1,
-                            path,
-                            item,
-                            body: (i + 1..end).map(|j| (j + 1, lines[j])).collect(),
-                        });
-                    }
+            // The paragraph before the fence: its last line ends with `:`.
+            let last = (0..i).rev().find(|&j| !lines[j].trim().is_empty());
+            if let Some(last) = last.filter(|&j| lines[j].trim_end().ends_with(':')) {
+                let first = (0..last)
+                    .rev()
+                    .find(|&j| lines[j].trim().is_empty() || lines[j].trim_start().starts_with("```"))
+                    .map_or(0, |j| j + 1);
+                let pair = lines[first..=last]
+                    .iter()
+                    .find_map(|l| path_item_pairs(l).first().copied());
+                if let Some((path, item)) = pair {
+                    out.push(Quote {
+                        line: i + 1,
+                        path,
+                        item,
+                        body: (i + 1..end).map(|j| (j + 1, lines[j])).collect(),
+                    });
                 }
             }
         }
@@ -712,11 +715,13 @@ fn the_checker_catches_drifting_names_and_quotes() {
         impl Drop for Sleep {\n\
                     timer.abort();\n\
         ```\n\
-        `src/task/time.rs` `sleep_until`, a quote that does not show its item:\n\
+        A wrapped introduction names `src/task/time.rs` `sleep_until`, a quote that\n\
+        does not show its item:\n\
         ```rust\n\
         impl Drop for Sleep {\n\
         ```\n\
-        A sketch, not a quote:\n\
+        \n\
+        A sketch that names `src/task/time.rs` without an item, not a quote:\n\
         ```rust\n\
         fn anything_at_all() {}\n\
         ```\n";
