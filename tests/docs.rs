@@ -392,7 +392,9 @@ fn quotes(text: &str) -> Vec<Quote<'_>> {
             if let Some(last) = last.filter(|&j| lines[j].trim_end().ends_with(':')) {
                 let first = (0..last)
                     .rev()
-                    .find(|&j| lines[j].trim().is_empty() || lines[j].trim_start().starts_with("```"))
+                    .find(|&j| {
+                        lines[j].trim().is_empty() || lines[j].trim_start().starts_with("```")
+                    })
                     .map_or(0, |j| j + 1);
                 let pair = lines[first..=last]
                     .iter()
@@ -439,7 +441,7 @@ fn check_quote(quote: &Quote<'_>, source: &str) -> Vec<(usize, String)> {
         match file[next..].iter().position(|l| *l == want) {
             Some(at) => next += at + 1,
             None => {
-                let anywhere = file.iter().any(|l| *l == want);
+                let anywhere = file.contains(&want);
                 let why = if anywhere {
                     "is in the file, but not in this order"
                 } else {
@@ -447,7 +449,12 @@ fn check_quote(quote: &Quote<'_>, source: &str) -> Vec<(usize, String)> {
                 };
                 errors.push((
                     n,
-                    format!("quote of `{}` `{}`: `{}` {why}", quote.path, quote.item, line.trim()),
+                    format!(
+                        "quote of `{}` `{}`: `{}` {why}",
+                        quote.path,
+                        quote.item,
+                        line.trim()
+                    ),
                 ));
             }
         }
@@ -535,7 +542,10 @@ fn check_names_and_quotes(
                 continue;
             }
             if !contains_identifier(code, ident) {
-                err(n, format!("`{span}`: `{ty}` has no `{ident}` in src/ or sys/src/"));
+                err(
+                    n,
+                    format!("`{span}`: `{ty}` has no `{ident}` in src/ or sys/src/"),
+                );
             }
         }
         let said = announcements(line);
@@ -555,7 +565,10 @@ fn check_names_and_quotes(
             };
             err(
                 n,
-                format!("says {:?}{next_to}: describe what exists instead", said.join(", ")),
+                format!(
+                    "says {:?}{next_to}: describe what exists instead",
+                    said.join(", ")
+                ),
             );
         }
     }
@@ -567,7 +580,10 @@ fn check_names_and_quotes(
         }
         for path in fenced_paths(line) {
             if !root.join(path).exists() {
-                err(i + 1, format!("`{path}` (in a fenced block) does not exist"));
+                err(
+                    i + 1,
+                    format!("`{path}` (in a fenced block) does not exist"),
+                );
             }
         }
     }
@@ -579,7 +595,10 @@ fn check_names_and_quotes(
                     err(n, msg);
                 }
             }
-            None => err(quote.line, format!("`{}` is not a readable file", quote.path)),
+            None => err(
+                quote.line,
+                format!("`{}` is not a readable file", quote.path),
+            ),
         }
     }
     errors
@@ -745,7 +764,10 @@ fn the_checker_catches_drifting_names_and_quotes() {
     assert_eq!(errors.len(), expect.len(), "and nothing else: {errors:#?}");
     let quoted = quotes(page);
     assert_eq!(quoted.len(), 3, "the sketch is not a quote: {quoted:#?}");
-    assert_eq!((quoted[0].path, quoted[0].item), ("src/task/time.rs", "Sleep"));
+    assert_eq!(
+        (quoted[0].path, quoted[0].item),
+        ("src/task/time.rs", "Sleep")
+    );
 }
 
 #[test]
@@ -780,7 +802,10 @@ fn helpers_follow_markdown_and_rust_rules() {
         fenced_paths("at src/bin/x.rs:5:16 (tests/a.rs:3), src/net/; not/src/x.rs"),
         ["src/bin/x.rs", "tests/a.rs", "src/net/"]
     );
-    assert_eq!(announcements("Coming from tokio; [x](13-coming-from-tokio.md)"), Vec::<String>::new());
+    assert_eq!(
+        announcements("Coming from tokio; [x](13-coming-from-tokio.md)"),
+        Vec::<String>::new()
+    );
     assert_eq!(announcements("upcoming; sockets are coming"), ["coming"]);
     assert_eq!(normalised("  fn  a( b )\t{"), "fn a( b ) {");
     assert!(is_elision("        // ..."));
