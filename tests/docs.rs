@@ -11,7 +11,28 @@
 //!   an example that was renamed or never written;
 //! - every relative link between pages resolves, `#anchors` included (GitHub's heading slugs);
 //! - every page but the index starts with its four pointers (**Code**, **Tests**, **Example**,
-//!   **Compare**), and the index links to every page.
+//!   **Compare**), and the index links to every page;
+//! - anywhere in the prose, a backticked `.rs` path followed directly by a backticked item
+//!   (`` `src/task/time.rs` `Sleep` ``) names an item of that file, as on the pointer lines;
+//! - a backticked `Type::item` whose `Type` the repository defines (a `struct`, `enum`,
+//!   `trait` or `type` of `src/` or `sys/src/`) names an `item` that the code of those trees
+//!   has, so a method renamed or removed cannot live on in the prose;
+//! - inside fenced blocks (program output, diagrams), every word that reads as a repository
+//!   path (`src/bin/orphan.rs:5:16`, with its `:line:column` dropped) exists;
+//! - no line announces what a page should simply describe: the word "coming" (other than
+//!   "coming from" and "coming back"), "planned", "not built yet", "not yet built", "not yet
+//!   implemented", "not implemented yet", "will be added". The failure names the backticked
+//!   things on the line that exist, which is the usual case: the text went stale when the thing
+//!   was built;
+//! - **quotes of the code** stay true. A ```` ```rust ```` block whose introducing paragraph
+//!   (the lines before the fence, back to a blank line) ends with `:` and names a backticked
+//!   `.rs` path followed by a backticked item is a quote of that item (the first such pair). Every line of the block, whitespace
+//!   collapsed, must be a line of the file, in the same order, and one of them must name the
+//!   item (its last segment, as a whole word). A line that is only `// ...` marks an elision
+//!   and is skipped, and so is a blank line. So a quote may leave lines out, but not change,
+//!   reorder or invent one; when the code changes, the page fails until the quote is
+//!   refreshed. Rust blocks without such an introducing paragraph (code to paste, sketches)
+//!   are not checked; so introduce a quote as `` `src/task/time.rs` `Sleep`, its `Drop`: ``.
 //!
 //! What a page may say, that the repository stands alone and that the edge-case catalogue
 //! matches the code are checked by `tests/repo_stands_alone.rs`. Both read the pages through
@@ -259,6 +280,330 @@ fn check_page(
     errors
 }
 
+/// Words and phrases that announce something instead of describing it (see the module docs).
+const ANNOUNCEMENTS: [&str; 6] = [
+    "planned",
+    "not built yet",
+    "not yet built",
+    "not yet implemented",
+    "not implemented yet",
+    "will be added",
+];
+
+/// The announcements of one line, lower-cased: the [`ANNOUNCEMENTS`] it contains (whole words),
+/// and each "coming" that is not "coming from" or "coming back" (a title such as "Coming from
+/// tokio", or events coming back from the kernel).
+fn announcements(line: &str) -> Vec<String> {
+    let lower = line.to_lowercase();
+    let mut out: Vec<String> = ANNOUNCEMENTS
+        .iter()
+        .filter(|a| contains_identifier(&lower, a))
+        .map(|a| a.to_string())
+        .collect();
+    for (at, _) in lower.match_indices("coming") {
+        let before = lower[..at].chars().next_back();
+        let rest = &lower[at + "coming".len()..];
+        if before.is_some_and(is_ident_char) || rest.starts_with(is_ident_char) {
+            continue; // "upcoming", "comings"
+        }
+        let next = rest
+            .trim_start_matches(|c: char| !c.is_alphanumeric())
+            .split(|c: char| !c.is_alphanumeric())
+            .next()
+            .unwrap_or("");
+        if next != "from" && next != "back" {
+            out.push("coming".to_string());
+        }
+    }
+    out
+}
+
+/// The `(path, item)` pairs of a prose line: a backticked `.rs` path followed, with nothing
+/// but spaces between, by a backticked item name.
+fn path_item_pairs(line: &str) -> Vec<(&str, &str)> {
+    // Each span with the text between it and the next one.
+    let parts: Vec<&str> = line.split('`').collect();
+    let mut out = Vec::new();
+    // parts: text, span, text, span, text, ...: span k is parts[2k + 1].
+    let mut k = 1;
+    while k + 2 < parts.len() {
+        let (path, between, item) = (parts[k], parts[k + 1], parts[k + 2]);
+        if is_repo_path(path)
+            && path.ends_with(".rs")
+            && between.trim().is_empty()
+            && identifier_of(item).is_some()
+        {
+            out.push((path, item));
+        }
+        k += 2;
+    }
+    out
+}
+
+/// The words of a line of a fenced block that read as repository paths, with a
+/// `:line:column` suffix and surrounding punctuation dropped.
+fn fenced_paths(line: &str) -> Vec<&str> {
+    line.split(|c: char| c.is_whitespace() || "()[]{},;\"'`<>=|".contains(c))
+        .map(|word| {
+            let word = word.trim_end_matches(['.', ':']);
+            // `file.rs:5:16` -> `file.rs`
+            let mut word = word;
+            while let Some((head, tail)) = word.rsplit_once(':') {
+                if tail.chars().all(|c| c.is_ascii_digit()) {
+                    word = head;
+                } else {
+                    break;
+                }
+            }
+            word
+        })
+        .filter(|w| is_repo_path(w))
+        .collect()
+}
+
+/// One quote of the code: a ```` ```rust ```` block introduced by `` `path` `item` ... : ``.
+#[derive(Debug, PartialEq)]
+struct Quote<'a> {
+    /// The line of the opening fence.
+    line: usize,
+    path: &'a str,
+    item: &'a str,
+    /// The block's lines, numbered.
+    body: Vec<(usize, &'a str)>,
+}
+
+/// The quotes of a page (see the module docs for what introduces one).
+fn quotes(text: &str) -> Vec<Quote<'_>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let fence = lines[i].trim_start();
+        if !fence.starts_with("```") {
+            i += 1;
+            continue;
+        }
+        let end = (i + 1..lines.len())
+            .find(|&j| lines[j].trim_start().starts_with("```"))
+            .unwrap_or(lines.len());
+        if fence.trim_end() == "```rust" {
+            // The paragraph before the fence: its last line ends with `:`.
+            let last = (0..i).rev().find(|&j| !lines[j].trim().is_empty());
+            if let Some(last) = last.filter(|&j| lines[j].trim_end().ends_with(':')) {
+                let first = (0..last)
+                    .rev()
+                    .find(|&j| {
+                        lines[j].trim().is_empty() || lines[j].trim_start().starts_with("```")
+                    })
+                    .map_or(0, |j| j + 1);
+                let pair = lines[first..=last]
+                    .iter()
+                    .find_map(|l| path_item_pairs(l).first().copied());
+                if let Some((path, item)) = pair {
+                    out.push(Quote {
+                        line: i + 1,
+                        path,
+                        item,
+                        body: (i + 1..end).map(|j| (j + 1, lines[j])).collect(),
+                    });
+                }
+            }
+        }
+        i = end + 1;
+    }
+    out
+}
+
+/// Whitespace collapsed to single spaces, ends trimmed.
+fn normalised(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether a quoted line stands for lines left out.
+fn is_elision(line: &str) -> bool {
+    matches!(line.trim(), "// ..." | "// …" | "..." | "…")
+}
+
+/// Checks one quote against the file it names (`source`, comments included); returns the
+/// problems as `(line, message)`.
+fn check_quote(quote: &Quote<'_>, source: &str) -> Vec<(usize, String)> {
+    let mut errors = Vec::new();
+    let file: Vec<String> = source.lines().map(normalised).collect();
+    let mut next = 0;
+    let ident = identifier_of(quote.item).unwrap_or(quote.item);
+    let mut names_item = false;
+    for &(n, line) in &quote.body {
+        if line.trim().is_empty() || is_elision(line) {
+            continue;
+        }
+        let want = normalised(line);
+        names_item |= contains_identifier(&want, ident);
+        match file[next..].iter().position(|l| *l == want) {
+            Some(at) => next += at + 1,
+            None => {
+                let anywhere = file.contains(&want);
+                let why = if anywhere {
+                    "is in the file, but not in this order"
+                } else {
+                    "is not in the file"
+                };
+                errors.push((
+                    n,
+                    format!(
+                        "quote of `{}` `{}`: `{}` {why}",
+                        quote.path,
+                        quote.item,
+                        line.trim()
+                    ),
+                ));
+            }
+        }
+    }
+    if !names_item {
+        errors.push((
+            quote.line,
+            format!(
+                "quote of `{}` `{}`: no line of it names `{ident}`",
+                quote.path, quote.item
+            ),
+        ));
+    }
+    errors
+}
+
+/// The names of the types the repository defines (`struct`, `enum`, `trait`, `type`), in the
+/// code (comments dropped) of `src/` and `sys/src/`, and that code, joined.
+fn repository_types(root: &Path) -> (Vec<String>, String) {
+    let mut code = String::new();
+    let mut dirs = vec![root.join("src"), root.join("sys/src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                code += &without_comments(&fs::read_to_string(&path).unwrap_or_default());
+                code.push('\n');
+            }
+        }
+    }
+    let mut types = Vec::new();
+    for keyword in ["struct ", "enum ", "trait ", "type "] {
+        for (at, _) in code.match_indices(keyword) {
+            if code[..at].chars().next_back().is_some_and(is_ident_char) {
+                continue;
+            }
+            let rest = &code[at + keyword.len()..];
+            let end = rest.find(|c| !is_ident_char(c)).unwrap_or(rest.len());
+            if end > 0 && rest.starts_with(|c: char| c.is_ascii_uppercase()) {
+                types.push(rest[..end].to_string());
+            }
+        }
+    }
+    types.sort();
+    types.dedup();
+    (types, code)
+}
+
+/// The problems of a page's prose and fenced blocks beyond the pointers: path-item pairs,
+/// `Type::item` names, paths in fenced blocks, announcements, and quotes.
+fn check_names_and_quotes(
+    root: &Path,
+    name: &str,
+    text: &str,
+    types: &[String],
+    code: &str,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut err = |line: usize, msg: String| errors.push(format!("docs/{name}:{line}: {msg}"));
+    let prose = prose_lines(text);
+    let read = |path: &str| fs::read_to_string(root.join(path)).ok();
+
+    for &(n, line) in &prose {
+        if line.matches('`').count() % 2 != 0 {
+            continue; // reported by `check_page`
+        }
+        for (path, item) in path_item_pairs(line) {
+            let ident = identifier_of(item).unwrap_or(item);
+            match read(path) {
+                Some(source) if contains_identifier(&without_comments(&source), ident) => {}
+                Some(_) => err(n, format!("`{path}` has no `{ident}` (from `{item}`)")),
+                None => err(n, format!("`{path}` is not a readable file")),
+            }
+        }
+        for span in code_spans(line) {
+            let Some((ty, item)) = span.split_once("::") else {
+                continue;
+            };
+            let Some(ident) = identifier_of(span) else {
+                continue;
+            };
+            if item.contains("::") || !types.iter().any(|t| t == ty) {
+                continue;
+            }
+            if !contains_identifier(code, ident) {
+                err(
+                    n,
+                    format!("`{span}`: `{ty}` has no `{ident}` in src/ or sys/src/"),
+                );
+            }
+        }
+        let said = announcements(line);
+        if !said.is_empty() {
+            let existing: Vec<String> = code_spans(line)
+                .into_iter()
+                .filter(|s| {
+                    (is_repo_path(s) && root.join(s).exists())
+                        || identifier_of(s).is_some_and(|i| contains_identifier(code, i))
+                })
+                .map(|s| format!("`{s}`"))
+                .collect();
+            let next_to = if existing.is_empty() {
+                String::new()
+            } else {
+                format!(" next to {}, which exist(s)", existing.join(", "))
+            };
+            err(
+                n,
+                format!(
+                    "says {:?}{next_to}: describe what exists instead",
+                    said.join(", ")
+                ),
+            );
+        }
+    }
+
+    let prose_numbers: Vec<usize> = prose.iter().map(|&(n, _)| n).collect();
+    for (i, line) in text.lines().enumerate() {
+        if prose_numbers.binary_search(&(i + 1)).is_ok() || line.trim_start().starts_with("```") {
+            continue;
+        }
+        for path in fenced_paths(line) {
+            if !root.join(path).exists() {
+                err(
+                    i + 1,
+                    format!("`{path}` (in a fenced block) does not exist"),
+                );
+            }
+        }
+    }
+
+    for quote in quotes(text) {
+        match read(quote.path) {
+            Some(source) => {
+                for (n, msg) in check_quote(&quote, &source) {
+                    err(n, msg);
+                }
+            }
+            None => err(
+                quote.line,
+                format!("`{}` is not a readable file", quote.path),
+            ),
+        }
+    }
+    errors
+}
+
 #[test]
 fn docs_point_at_code_and_examples_that_exist() {
     let root = root();
@@ -270,9 +615,14 @@ fn docs_point_at_code_and_examples_that_exist() {
     let page_anchors: HashMap<String, Vec<String>> =
         pages.iter().map(|(n, t)| (n.clone(), anchors(t))).collect();
     let mut errors = Vec::new();
+    let (types, code) = repository_types(&root);
     for (name, text) in &pages {
         errors.extend(check_page(&root, name, text, &page_anchors));
+        errors.extend(check_names_and_quotes(&root, name, text, &types, &code));
     }
+    // A pair on a pointer line is checked by both; say it once.
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|e| seen.insert(e.clone()));
     assert!(
         errors.is_empty(),
         "docs/ drifted from the code ({} problems):\n{}",
@@ -348,6 +698,78 @@ fn the_checker_catches_drift() {
     );
 }
 
+/// The checks beyond the pointers, on a made-up page: names in the prose, paths in fenced
+/// blocks, announcements, and quotes of the code, each caught when it drifts and passed when
+/// it is right.
+#[test]
+fn the_checker_catches_drifting_names_and_quotes() {
+    let root = root();
+    let (types, code) = repository_types(&root);
+    let page = "# Fake\n\
+        \n\
+        In `src/task/time.rs` `Sleep` and `src/task/time.rs` `no_such_fn`, `EventLoop::call_soon`\n\
+        and `EventLoop::no_such_method`, but `tokio::task::no_such_thing` is not ours.\n\
+        `sleep` is coming, like `src/task/time.rs`. Coming from asyncio, events coming back.\n\
+        kqueue is planned.\n\
+        \n\
+        ```text\n\
+        panicked at src/task/time.rs:5:16 and src/bin/orphan.rs:5:16\n\
+        ```\n\
+        \n\
+        `src/task/time.rs` `Sleep`, its `Drop`:\n\
+        \n\
+        ```rust\n\
+        impl Drop for Sleep {\n\
+            fn drop(&mut self) {\n\
+                // ...\n\
+                    timer.cancel();\n\
+        \n\
+            }\n\
+        }\n\
+        ```\n\
+        \n\
+        `src/task/time.rs` `Sleep`, drifted:\n\
+        ```rust\n\
+            fn drop(&mut self) {\n\
+        impl Drop for Sleep {\n\
+                    timer.abort();\n\
+        ```\n\
+        A wrapped introduction names `src/task/time.rs` `sleep_until`, a quote that\n\
+        does not show its item:\n\
+        ```rust\n\
+        impl Drop for Sleep {\n\
+        ```\n\
+        \n\
+        A sketch that names `src/task/time.rs` without an item, not a quote:\n\
+        ```rust\n\
+        fn anything_at_all() {}\n\
+        ```\n";
+    let errors = check_names_and_quotes(&root, "fake.md", page, &types, &code);
+    let expect = [
+        "`src/task/time.rs` has no `no_such_fn`",
+        "`EventLoop::no_such_method`: `EventLoop` has no `no_such_method`",
+        "`src/bin/orphan.rs` (in a fenced block) does not exist",
+        "says \"coming\" next to `sleep`, `src/task/time.rs`, which exist(s)",
+        "says \"planned\"",
+        "`timer.abort();` is not in the file",
+        "`impl Drop for Sleep {` is in the file, but not in this order",
+        "no line of it names `sleep_until`",
+    ];
+    for e in expect {
+        assert!(
+            errors.iter().any(|x| x.contains(e)),
+            "missed {e:?}: {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), expect.len(), "and nothing else: {errors:#?}");
+    let quoted = quotes(page);
+    assert_eq!(quoted.len(), 3, "the sketch is not a quote: {quoted:#?}");
+    assert_eq!(
+        (quoted[0].path, quoted[0].item),
+        ("src/task/time.rs", "Sleep")
+    );
+}
+
 #[test]
 fn helpers_follow_markdown_and_rust_rules() {
     assert_eq!(
@@ -372,6 +794,21 @@ fn helpers_follow_markdown_and_rust_rules() {
     assert!(!is_repo_path("src/"));
     assert!(!is_repo_path("sys/src/selector/{epoll,poll}.rs"));
     assert_eq!(code_spans("a `b` c `d::e` f"), ["b", "d::e"]);
+    assert_eq!(
+        path_item_pairs("`src/a.rs` `A::b`, `src/c.rs`: `d` and `src/e.rs``f`"),
+        [("src/a.rs", "A::b"), ("src/e.rs", "f")]
+    );
+    assert_eq!(
+        fenced_paths("at src/bin/x.rs:5:16 (tests/a.rs:3), src/net/; not/src/x.rs"),
+        ["src/bin/x.rs", "tests/a.rs", "src/net/"]
+    );
+    assert_eq!(
+        announcements("Coming from tokio; [x](13-coming-from-tokio.md)"),
+        Vec::<String>::new()
+    );
+    assert_eq!(announcements("upcoming; sockets are coming"), ["coming"]);
+    assert_eq!(normalised("  fn  a( b )\t{"), "fn a( b ) {");
+    assert!(is_elision("        // ..."));
     assert_eq!(
         example_names("`cargo run --example timers` and `--example=pipe_reader`"),
         [(1, "timers"), (1, "pipe_reader")]
