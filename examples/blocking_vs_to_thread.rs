@@ -17,7 +17,7 @@
 //!
 //! Compare: asyncio's `await asyncio.to_thread(f)` / `loop.run_in_executor(None, f)` and its
 //! debug-mode "Executing <Task …> took 0.201 seconds"; Node's libuv thread pool. Read next:
-//! `cargo run --example gather_vs_taskgroup` and `docs/10-tasks.md`.
+//! `cargo run --example gather_vs_taskgroup` and `docs/10b-task-toolkit.md`.
 
 use std::cell::{Cell, RefCell};
 use std::io;

@@ -17,7 +17,7 @@
 //!
 //! Compare: asyncio's `gather` and `TaskGroup` (3.11); trio's nurseries; JavaScript's
 //! `Promise.allSettled` (like part 1) and `Promise.all` (like part 3: it rejects at once and
-//! cancels nothing). Read next: `docs/10-tasks.md`.
+//! cancels nothing). Read next: `docs/10b-task-toolkit.md`.
 
 use std::cell::RefCell;
 use std::io;

@@ -2,7 +2,7 @@
 //! [`yield_now`].
 //!
 //! Layer: task layer, on `promise.rs` and the loop's timer queue. [`sleep`] is what the seed's
-//! `meu_sleep` builds by hand: a [`Promise`] resolved by `call_later` — a timer whose callback
+//! `meu_sleep` builds by hand: a [`Promise`] resolved by `call_at` — a timer whose callback
 //! sets the promise, which wakes the task that awaits it. Dropping a `Sleep` (a cancelled
 //! task, a lost `timeout` race) cancels its timer, so nothing is left in the heap.
 
@@ -38,7 +38,7 @@ enum Deadline {
 /// polled, so that a loop on a virtual clock measures it on its own clock.
 ///
 /// Built from the loop's primitives: on first poll it creates a [`Promise`] and a
-/// `call_later` timer that resolves it. Delays beyond [`MAX_DELAY`] are clamped.
+/// `call_at` timer that resolves it. Delays beyond [`MAX_DELAY`] are clamped.
 ///
 /// # Panics
 /// When first polled outside a running loop.
