@@ -46,7 +46,11 @@ fn build_example(name: &str) -> PathBuf {
     let status = cargo.status().expect("cargo runs");
     assert!(status.success(), "cargo build --example {name} failed");
     let binary = profile.join("examples").join(name);
-    assert!(binary.is_file(), "no example binary at {}", binary.display());
+    assert!(
+        binary.is_file(),
+        "no example binary at {}",
+        binary.display()
+    );
     binary
 }
 
