@@ -22,7 +22,7 @@
 //! thread-local table maps each loop to a `Weak` of its state. The pipe (two fds) stays until
 //! the loop closes, even when no handler is left.
 //!
-//! Inside the crate, [`hook`] adds a third kind of watcher beside handlers and streams: the
+//! Inside the crate, `hook` adds a third kind of watcher beside handlers and streams: the
 //! SIGCHLD fallback of `process` (`src/process/watch.rs`) reaps its children from one, so
 //! that it neither replaces nor is replaced by a user's SIGCHLD handler.
 //!
