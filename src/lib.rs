@@ -10,6 +10,7 @@
 //!  examples/ tests/ benches/                            users of the public API
 //!  =============================================================================
 //!  net/         TCP, UDP, Unix sockets (Async<T>), streams, start_server     ─┐
+//!  process/     Command, Child: posix_spawn, exit by pidfd/kqueue/SIGCHLD     │
 //!  signals.rs   add_signal_handler, signal() streams                          │ import
 //!  -----------------------------------------------------------------------   │ only
 //!  task/        Task (core.rs), wakers, spawn / run_until_complete (run.rs),  │ what is
@@ -60,6 +61,7 @@
 #![warn(missing_docs)]
 
 pub mod net;
+pub mod process;
 mod reactor;
 pub mod signals;
 pub mod task;

@@ -22,6 +22,10 @@
 //! thread-local table maps each loop to a `Weak` of its state. The pipe (two fds) stays until
 //! the loop closes, even when no handler is left.
 //!
+//! Inside the crate, `hook` adds a third kind of watcher beside handlers and streams: the
+//! SIGCHLD fallback of `process` (`src/process/watch.rs`) reaps its children from one, so
+//! that it neither replaces nor is replaced by a user's SIGCHLD handler.
+//!
 //! **Contract** (edge cases 47, 48; tests in `tests/signals.rs`):
 //! - Callbacks run on the loop thread, in a normal callback context: they may call any loop
 //!   method, `remove_signal_handler` on themselves included (they are not called again).
@@ -88,11 +92,21 @@ struct StreamState {
     waker: RefCell<Option<Waker>>,
 }
 
+/// The callback of a crate-internal signal hook.
+type HookFn = Rc<dyn Fn(&EventLoop)>;
+
+/// A crate-internal callback for one signal ([`hook`]): `(id, signal, callback)`.
+type Hook = (u64, i32, HookFn);
+
 /// One loop's signal state. Owned (strongly) only by the closure of the pipe's reader.
 struct LoopSignals {
     pipe: SignalPipe,
     handlers: RefCell<BTreeMap<i32, Rc<Handler>>>,
     streams: RefCell<Vec<Rc<StreamState>>>,
+    /// Watchers inside the crate (the SIGCHLD fallback of `process`), beside the user's
+    /// handler and streams, so neither replaces the other.
+    hooks: RefCell<Vec<Hook>>,
+    next_hook: Cell<u64>,
 }
 
 /// The signal state of `event_loop`, created (with its pipe and reader) if `create`.
@@ -115,6 +129,8 @@ fn loop_signals(event_loop: &EventLoop, create: bool) -> io::Result<Option<Rc<Lo
         pipe: SignalPipe::new()?,
         handlers: RefCell::new(BTreeMap::new()),
         streams: RefCell::new(Vec::new()),
+        hooks: RefCell::new(Vec::new()),
+        next_hook: Cell::new(0),
     });
     let owner = state.clone();
     event_loop.add_reader(state.pipe.read_fd(), move |lp| owner.dispatch(lp))?;
@@ -169,6 +185,17 @@ impl LoopSignals {
                 // returns, and it is out of the map, so it is not called again).
                 (handler.callback.borrow_mut())(event_loop);
             }
+            // The crate's own hooks, cloned out first: one may remove itself or others.
+            let hooks: Vec<HookFn> = self
+                .hooks
+                .borrow()
+                .iter()
+                .filter(|(_, s, _)| *s == sig)
+                .map(|(_, _, f)| f.clone())
+                .collect();
+            for hook in hooks {
+                hook(event_loop);
+            }
         }
     }
 
@@ -176,7 +203,8 @@ impl LoopSignals {
     /// disposition when no loop is left) otherwise.
     fn sync_watch(&self, sig: i32) -> io::Result<()> {
         let wanted = self.handlers.borrow().contains_key(&sig)
-            || self.streams.borrow().iter().any(|s| s.sig == sig);
+            || self.streams.borrow().iter().any(|s| s.sig == sig)
+            || self.hooks.borrow().iter().any(|(_, s, _)| *s == sig);
         match (wanted, self.pipe.is_watching(sig)) {
             (true, false) => self.pipe.watch(sig),
             (false, true) => {
@@ -202,6 +230,65 @@ impl Drop for LoopSignals {
         }
         let handlers = std::mem::take(&mut *self.handlers.borrow_mut());
         drop(handlers); // user closures, outside the borrow
+        let hooks = std::mem::take(&mut *self.hooks.borrow_mut());
+        drop(hooks); // their owners' state, outside the borrow
+    }
+}
+
+/// A crate-internal watcher of one signal on one loop, made by [`hook`]: its callback runs on
+/// the loop thread after the user's handler and streams for the same arrival. Dropping it
+/// removes the callback (and, if nothing else watches the signal, restores its disposition).
+pub(crate) struct SignalHook {
+    id: u64,
+    sig: i32,
+    signals: Weak<LoopSignals>,
+}
+
+/// Calls `callback` on `event_loop` each time `sig` arrives, until the returned
+/// [`SignalHook`] is dropped or the loop closes (then the callback is dropped with the loop's
+/// signal state). Independent of `add_signal_handler` and of [`Signal`] streams: a user's
+/// SIGCHLD handler and `process`'s SIGCHLD fallback do not replace each other.
+///
+/// # Errors
+/// As [`EventLoop::add_signal_handler`].
+pub(crate) fn hook(
+    event_loop: &EventLoop,
+    sig: i32,
+    callback: impl Fn(&EventLoop) + 'static,
+) -> io::Result<SignalHook> {
+    const WHAT: &str = "signal hook";
+    evloop_sys::signal::check(sig).map_err(|e| with_context(WHAT, e))?;
+    let signals = loop_signals(event_loop, true)
+        .map_err(|e| with_context(WHAT, e))?
+        .expect("created on demand");
+    signals.pipe.watch(sig).map_err(|e| with_context(WHAT, e))?;
+    let id = signals.next_hook.get();
+    signals.next_hook.set(id + 1);
+    signals
+        .hooks
+        .borrow_mut()
+        .push((id, sig, Rc::new(callback)));
+    Ok(SignalHook {
+        id,
+        sig,
+        signals: Rc::downgrade(&signals),
+    })
+}
+
+impl Drop for SignalHook {
+    fn drop(&mut self) {
+        if let Some(signals) = self.signals.upgrade() {
+            let removed: Vec<Hook> = {
+                let mut hooks = signals.hooks.borrow_mut();
+                let (gone, kept) = std::mem::take(&mut *hooks)
+                    .into_iter()
+                    .partition(|(id, _, _)| *id == self.id);
+                *hooks = kept;
+                gone
+            };
+            let _ = signals.sync_watch(self.sig);
+            drop(removed); // the callback (unless it is running now), outside the borrow
+        }
     }
 }
 

@@ -96,6 +96,8 @@ mod unix;
 
 pub use async_fd::{Async, Readiness};
 pub use halves::{OwnedReadHalf, OwnedWriteHalf, ReuniteError, SplitStream};
+/// The sealed stream operations, for a child's pipes (`process/pipes.rs`).
+pub(crate) use stream::sealed;
 pub use stream::{
     open_connection, open_unix_connection, split, start_server, Server, StreamReader, StreamSocket,
     StreamWriter, DEFAULT_HIGH_WATER, DEFAULT_LIMIT, DEFAULT_LOW_WATER,

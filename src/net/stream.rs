@@ -75,11 +75,12 @@ pub const DEFAULT_LOW_WATER: usize = 16 * 1024;
 /// rather than kept for reuse.
 const KEEP_BUFFER: usize = 1024 * 1024;
 
-mod sealed {
+pub(crate) mod sealed {
     use std::future::Future;
     use std::io;
 
-    /// The operations streams need of a socket; sealed, implemented in this file.
+    /// The operations streams need of a socket; sealed, implemented in this file for the
+    /// sockets and in `process/pipes.rs` for a child's pipes.
     pub trait Io {
         fn read<'a>(&'a self, buf: &'a mut [u8]) -> impl Future<Output = io::Result<usize>> + 'a;
         fn write<'a>(&'a self, buf: &'a [u8]) -> impl Future<Output = io::Result<usize>> + 'a;

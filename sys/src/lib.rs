@@ -24,12 +24,16 @@
 //!    a loop checks to refuse running in the child of a `fork()`.
 //! 6. [`socket`]: the socket syscalls of `evloop::net` (creation, socket pairs, addresses,
 //!    options, stream and datagram I/O), one file per concern under `socket/`.
-//! 7. [`pin_cell`]: not a syscall but the one pin projection evloop needs: a header beside a
+//! 7. [`spawn`]: starting a child with `posix_spawn` (stdio, working directory, a clean
+//!    signal state, our own `PATH` search); [`child`]: its exit as a readable fd (pidfd,
+//!    kqueue `EVFILT_PROC`), reaping it by pid, signalling it.
+//! 8. [`pin_cell`]: not a syscall but the one pin projection evloop needs: a header beside a
 //!    value pinned in place, in one allocation (evloop's task cells keep their future in it).
 //!
 //! Imports run one way, from the top layer down: the selectors (and the benchmark floors)
 //! build on [`waker`], [`fd`], [`cvt`] and [`timeout`]; [`waker`], [`signal`] and [`socket`]
-//! on [`fd`] and [`cvt`], and none of the three on another; [`fd`] on [`cvt`]; [`cvt`],
+//! on [`fd`] and [`cvt`], and none of the three on another; [`spawn`] and [`child`] on
+//! [`fd`], [`cvt`] and [`signal`]'s `NSIG`, and neither on the other; [`fd`] on [`cvt`]; [`cvt`],
 //! [`timeout`], [`clock`] and [`pin_cell`] import nothing of the crate. No file imports one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
@@ -90,6 +94,7 @@ pub(crate) use internal_pub;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod alloc_count;
+pub mod child;
 pub mod clock;
 pub mod cvt;
 pub mod fd;
@@ -101,6 +106,7 @@ pub mod process;
 pub mod selector;
 pub mod signal;
 pub mod socket;
+pub mod spawn;
 pub mod timeout;
 pub mod waker;
 
