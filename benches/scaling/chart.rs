@@ -65,7 +65,17 @@ pub(crate) fn to_svg(s: &Sweep, rows: &[Row]) -> String {
     let mut svg = String::new();
     let _ = writeln!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        svg,
+        "<title>Cost of one chained write against the number of watched fds, per backend</title>"
+    );
+    let _ = writeln!(
+        svg,
+        "<desc>Log-log panels, one per number of active fds and wait mode: N watched fds \
+         against the median ns per write, one colour per backend, evloop solid and the bare \
+         syscalls dashed.</desc>"
     );
     let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
