@@ -309,7 +309,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn exit_fd_polls_readable_when_the_child_exits_and_try_wait_reaps_it() {
-        let pid = sh("read x");
+        // A child that lives until it is signalled (a `read` from /dev/null would end at once).
+        let pid = sh("exec sleep 30");
         let fd = exit_fd(pid).unwrap(); // Linux 5.3+ on the machines that run the tests
         assert_eq!(fd.kind(), ExitFdKind::Pidfd);
         assert!(crate::fd::is_cloexec(&fd).unwrap());
