@@ -132,7 +132,10 @@ fn say(lp: &Toy, what: &str) {
 /// one deadline. `w` owns the writing end of the socket pair.
 fn arm_timers(lp: &mut Toy, mut writer: UnixStream) {
     lp.call_later(Duration::from_millis(40), move |lp| {
-        say(lp, "timer w (40 ms, scheduled first): writes \"ping\", closes its end");
+        say(
+            lp,
+            "timer w (40 ms, scheduled first): writes \"ping\", closes its end",
+        );
         if let Err(e) = writer.write_all(b"ping") {
             eprintln!("write: {e}");
         }
@@ -141,7 +144,10 @@ fn arm_timers(lp: &mut Toy, mut writer: UnixStream) {
     let when = Instant::now() + Duration::from_millis(10);
     lp.call_at(when, |lp| say(lp, "timer x (10 ms, scheduled second)"));
     lp.call_at(when, |lp| {
-        say(lp, "timer y (10 ms, scheduled third): same deadline as x, runs after it")
+        say(
+            lp,
+            "timer y (10 ms, scheduled third): same deadline as x, runs after it",
+        )
     });
 }
 
