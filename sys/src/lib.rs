@@ -29,12 +29,16 @@
 //!    kqueue `EVFILT_PROC`), reaping it by pid, signalling it.
 //! 8. [`pin_cell`]: not a syscall but the one pin projection evloop needs: a header beside a
 //!    value pinned in place, in one allocation (evloop's task cells keep their future in it).
+//! 9. [`wait`]: not used by the loop: [`wait::poll_readable`], one `poll(2)` over a list of
+//!    fds, for a program that brings its own loop (the toy reactor of
+//!    `docs/00-a-loop-from-nothing.md`).
 //!
-//! Imports run one way, from the top layer down: the selectors (and the benchmark floors)
-//! build on [`waker`], [`fd`], [`cvt`] and [`timeout`]; [`waker`], [`signal`] and [`socket`]
-//! on [`fd`] and [`cvt`], and none of the three on another; [`spawn`] and [`child`] on
-//! [`fd`], [`cvt`] and [`signal`]'s `NSIG`, and neither on the other; [`fd`] on [`cvt`]; [`cvt`],
-//! [`timeout`], [`clock`] and [`pin_cell`] import nothing of the crate. No file imports one above it.
+//! Imports run one way, from the top layer down: the selectors (and the benchmark floors and
+//! [`wait`], which share the poll selector's `poll` call) build on [`waker`], [`fd`], [`cvt`]
+//! and [`timeout`]; [`waker`], [`signal`] and [`socket`] on [`fd`] and [`cvt`], and none of
+//! the three on another; [`spawn`] and [`child`] on [`fd`], [`cvt`] and [`signal`]'s `NSIG`,
+//! and neither on the other; [`fd`] on [`cvt`]; [`cvt`], [`timeout`], [`clock`] and
+//! [`pin_cell`] import nothing of the crate. No file imports one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
 //! `epoll_wait`, and so on, and everything else goes through it.
@@ -108,6 +112,7 @@ pub mod signal;
 pub mod socket;
 pub mod spawn;
 pub mod timeout;
+pub mod wait;
 pub mod waker;
 
 pub use selector::{
