@@ -46,7 +46,8 @@
 //!   every catchable signal (as libuv's `uv_spawn`): a new program starts from a clean slate.
 //!   `exec` already resets *caught* signals (evloop's handlers) to the default, but an
 //!   *ignored* signal stays ignored, and Rust's runtime ignores `SIGPIPE`: without the reset,
-//!   `yes | head -1` run from evloop would never end `yes` by SIGPIPE.
+//!   a child writing into a closed pipe would get `EPIPE` errors instead of the signal (and a
+//!   program that does not check its writes would write on).
 //! - **Environment.** `envp` is built before the call from `std::env::vars_os()` (unless
 //!   cleared) and the [`SpawnSpec::env`] changes, in order; we never read `environ` ourselves,
 //!   so no `setenv` of another thread races us (std takes its environment lock inside
