@@ -125,7 +125,7 @@ fn epoll_watch_bytes() -> (f64, &'static str) {
 }
 
 /// The rows of `backend` at `a`, `block`, in N order.
-fn series<'r>(rows: &'r [Row], backend: Backend, a: usize, block: bool) -> Vec<&'r Row> {
+fn series(rows: &[Row], backend: Backend, a: usize, block: bool) -> Vec<&Row> {
     let mut v: Vec<&Row> = rows
         .iter()
         .filter(|r| r.backend == backend && r.a == a && r.block == block)
@@ -317,11 +317,10 @@ pub(crate) fn crossover_table(s: &Sweep, rows: &[Row]) -> Table {
         }
         t.push(line);
     }
-    t.legend = format!(
-        "ns/wr: evloop's median ns per chained write. poll and select scan all N fds once per \
-         pass, and a pass serves about A callbacks: the scan's share of a write falls as 1/A, \
-         until it is lost in the read and the write every backend pays."
-    );
+    t.legend = "ns/wr: evloop's median ns per chained write. poll and select scan all N fds \
+                once per pass, and a pass serves about A callbacks: the scan's share of a write \
+                falls as 1/A, until it is lost in the read and the write every backend pays."
+        .to_string();
     t
 }
 
