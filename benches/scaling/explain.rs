@@ -380,7 +380,8 @@ pub(crate) fn crossover_summary(s: &Sweep, rows: &[Row]) -> Vec<String> {
         };
         let model = if predicted.is_finite() && predicted > 0.0 {
             format!(
-                "; the 1/A model (its extra cost per pass at A=1, shared by A writes) predicts A≈{predicted:.0}"
+                "; sharing its whole extra cost per pass at A=1 among A writes predicts A≈{predicted:.0} at most \
+                 (with more fds ready, a blocking scan also stops queueing waits sooner)"
             )
         } else {
             String::new()

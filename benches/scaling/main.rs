@@ -183,7 +183,11 @@ pub(crate) fn run_sweep(s: &Sweep, command: &str) -> io::Result<()> {
                 println!("note: A={a} > N={n}; skipped");
                 continue;
             }
+            let in_grid = s.ns.contains(&n) && s.actives.contains(&a);
             for &block in &s.waits {
+                if !in_grid && Some(&block) != s.waits.first() {
+                    continue; // the crossover is drawn for the first wait mode only
+                }
                 for &backend in &s.backends {
                     if !backend.is_available() {
                         continue;
