@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use evloop::Backend;
 
-use crate::report::CSV_HEADER;
-use crate::workload::FdKind;
+use super::report::CSV_HEADER;
+use super::workload::FdKind;
 
 /// The sweep's grid and settings: every N × A × wait mode × backend is one cell.
 #[derive(Debug, Clone)]
@@ -28,6 +28,50 @@ pub(crate) struct Sweep {
     pub(crate) budget_ms: f64,
     pub(crate) reps: usize,
     pub(crate) out: PathBuf,
+    /// The crossover sweep: at N = `cross_n`, every A of `cross_as` (0: no crossover sweep).
+    pub(crate) cross_n: usize,
+    pub(crate) cross_as: Vec<usize>,
+    /// Other implementations' CSVs, drawn beside evloop's (`--compare`).
+    pub(crate) compare: Vec<PathBuf>,
+    /// An earlier run's CSV to measure this one against (`--baseline`).
+    pub(crate) baseline: Option<PathBuf>,
+}
+
+impl Sweep {
+    /// The Ns to open fds for: the grid's, and the crossover's.
+    pub(crate) fn all_ns(&self) -> Vec<usize> {
+        let mut ns = self.ns.clone();
+        if self.cross_n > 0 && !ns.contains(&self.cross_n) {
+            ns.push(self.cross_n);
+            ns.sort_unstable();
+        }
+        ns
+    }
+    /// W for a cell at (`n`, `a`): the sweep's W in the grid; in a cell only the crossover
+    /// runs, at least 10·A, so that reading the A primed bytes stays a small part of a round
+    /// (a round reads A + W bytes and is divided by W).
+    pub(crate) fn w_at(&self, n: usize, a: usize) -> u64 {
+        if self.ns.contains(&n) && self.actives.contains(&a) {
+            self.w
+        } else {
+            self.w.max(10 * a as u64)
+        }
+    }
+    /// The As to run at `n`: the grid's (when `n` is one of its Ns), and the crossover's at
+    /// its N.
+    pub(crate) fn actives_at(&self, n: usize) -> Vec<usize> {
+        let mut a = if self.ns.contains(&n) {
+            self.actives.clone()
+        } else {
+            Vec::new()
+        };
+        if n == self.cross_n {
+            a.extend(&self.cross_as);
+            a.sort_unstable();
+            a.dedup();
+        }
+        a
+    }
 }
 
 /// The usage text: on stdout for `--help` (exit 0), on stderr after a mistake.
@@ -36,6 +80,8 @@ pub(crate) fn usage_text() -> String {
         "usage: cargo bench --bench scaling -- [--quick] [--n 10,100,1000,10000] [--a 1,100]
           [--w 1000] [--backends epoll,poll,select,select-strict] [--wait block|nowait|both]
           [--fds sockboth|sock|pipe] [--rounds 25] [--budget-ms 150] [--reps 2] [--out DIR]
+          [--crossover-n 1000] [--crossover-a 1,10,100,1000]   (--crossover-n 0: none)
+          [--compare FILE.csv [FILE.csv ...]] [--baseline FILE.csv]
    or: cargo bench --bench scaling -- N A W BACKEND [fds=KIND] [wait=MODE] [rounds=R] [budget_ms=MS]
        (peer mode: prints one CSV line: {CSV_HEADER})
        (-h, --help: this text)
@@ -157,8 +203,12 @@ fn parse_sweep(args: &[String]) -> Result<Sweep, ArgError> {
         budget_ms: 150.0,
         reps: 2,
         out: default_out(),
+        cross_n: 1000,
+        cross_as: vec![1, 10, 100, 1000],
+        compare: Vec::new(),
+        baseline: None,
     };
-    let mut it = args.iter();
+    let mut it = args.iter().peekable();
     while let Some(flag) = it.next() {
         let flag = flag.as_str();
         let mut val = || {
@@ -222,11 +272,30 @@ fn parse_sweep(args: &[String]) -> Result<Sweep, ArgError> {
             }
             "--reps" => s.reps = one(val()?, flag, WHOLE, |_: &usize| true)?,
             "--out" => s.out = PathBuf::from(val()?),
+            "--crossover-n" => {
+                s.cross_n = one(val()?, flag, "0 or an integer >= 2", |&n: &usize| n != 1)?
+            }
+            "--crossover-a" => {
+                s.cross_as = list(
+                    val()?,
+                    flag,
+                    "a comma-separated list of positive integers",
+                    |&a: &usize| a >= 1,
+                )?
+            }
+            "--baseline" => s.baseline = Some(PathBuf::from(val()?)),
+            "--compare" => {
+                // One file or more: every argument up to the next flag.
+                s.compare.push(PathBuf::from(val()?));
+                while let Some(file) = it.next_if(|a| !a.starts_with("--")) {
+                    s.compare.push(PathBuf::from(file));
+                }
+            }
             other => return Err(ArgError::new(format!("unknown argument {other:?}"))),
         }
     }
     if s.fds == FdKind::SockBoth {
-        if let Some(n) = s.ns.iter().find(|&&n| n % 2 == 1) {
+        if let Some(n) = s.all_ns().iter().find(|&&n| n % 2 == 1) {
             return Err(ArgError::new(format!(
                 "N={n} is odd: --fds sockboth watches both ends of N/2 socketpairs (use an \
                  even N, or --fds sock|pipe)"

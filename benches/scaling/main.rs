@@ -8,9 +8,15 @@
 //! written directly on the syscalls (`evloop_sys::floor`, "the floor"), alternating, in one
 //! process, on the same fds. Each evloop figure is reported with its ratio to that floor.
 //!
-//! Output: an aligned table on stdout, and under `target/evloop-scaling/` a CSV (the peers'
-//! format, one line per implementation and cell) and an SVG chart (log-log, ns per write
-//! against N, one line per backend, the floor dashed, `FD_SETSIZE` marked).
+//! Output: aligned tables on stdout, and under `target/evloop-scaling/` a CSV (the peers'
+//! format, one line per implementation and cell), an SVG chart (log-log, ns per write
+//! against N, one line per backend, the floor dashed, `FD_SETSIZE` marked), the charts that
+//! explain it, and `report.html`, all of it on one offline page. The explanations: where the
+//! time goes (user and system CPU time and syscalls per write, evloop beside the floor), the
+//! crossover (ns per write against A at one large N: where poll and select catch up with
+//! epoll), and setup and memory per watched fd. `--compare FILE.csv…` draws other
+//! implementations' lines beside evloop's; `--baseline FILE.csv` measures this run against
+//! an earlier one.
 //!
 //! Peer mode: `cargo bench --bench scaling -- N A W BACKEND [fds=…] [wait=…] [rounds=…]
 //! [budget_ms=…]` prints exactly one CSV line of the peers' format, so evloop can run inside
@@ -20,8 +26,8 @@
 //! # The files, and how data flows between them
 //!
 //! This file is the whole run, top-down: `main` reads the command line and picks a mode;
-//! `run_sweep` is the main job; `peer_mode` is the one-line run. The other four files each
-//! hold one part:
+//! `run_sweep` is the main job; `peer_mode` is the one-line run. The other files each hold
+//! one part:
 //!
 //! - `args.rs`, the command line: `parse_args` turns the arguments into a `Command` (a
 //!   `Sweep` of cells, a `Peer` run, or help), or an `ArgError` that carries its exit status.
@@ -30,27 +36,54 @@
 //!   them, through evloop and on the bare syscalls, each appending to a `Timing`.
 //! - `report.rs`, the figures: a `Row` is one cell's two `Timing`s; `print_table` prints the
 //!   rows on stdout, `to_csv` renders them as the CSV, and `csv_line` is also peer mode's line.
-//! - `chart.rs`, the picture: `to_svg` draws the same rows as the SVG chart.
+//! - `chart.rs`, the pictures: `to_svg` draws the same rows as the main SVG chart; the
+//!   explanations' charts are drawn there too.
+//! - `explain.rs`, the explanations: where the time goes, the crossover, setup and memory,
+//!   and the `Machine` the run was made on.
+//! - `compare.rs`, other runs: `--compare` and `--baseline` read CSVs of the peers' format.
+//! - `table.rs`, every table as text for stdout and as HTML; `html.rs`, `report.html`.
 //!
 //! So: arguments → `Sweep` → per cell, `Fds` and a `Cell_` → two `Timing`s in a `Row` →
-//! table, CSV and SVG. Peer mode takes the short road: `Peer` → one `Timing` → one CSV line.
+//! tables, CSV, SVGs and the report. Peer mode takes the short road: `Peer` → one `Timing`
+//! → one CSV line.
+//!
+//! `tests/scaling_report.rs` and `tests/scaling_counters.rs` include this file as a module
+//! (`#[path]`), so the modules name each other through `super::`, not `crate::`.
 
-mod args;
-mod chart;
-mod report;
-mod workload;
+pub(crate) mod args;
+pub(crate) mod chart;
+pub(crate) mod compare;
+pub(crate) mod explain;
+pub(crate) mod html;
+pub(crate) mod report;
+pub(crate) mod table;
+pub(crate) mod workload;
 
 use std::io;
 use std::time::Instant;
 
+use evloop::sys::alloc_count::CountingAllocator;
 use evloop::Backend;
 
 use args::{parse_args, usage_text, Command, Peer, Sweep};
-use chart::to_svg;
-use report::{csv_line, print_table, to_csv, Row};
+use chart::{crossover_svg, setup_svg, time_svg, to_svg};
+use compare::{baseline_table, compare_table, fitting, read_csv};
+use explain::{
+    crossover_summary, crossover_table, setup_summary, setup_table, time_summary, time_table,
+    Machine,
+};
+use html::{to_html, Report, Section};
+use report::{csv_line, main_table, to_csv, Row};
 use workload::{floor_kind, make_fds, run_evloop, run_floor, Cell_, FdKind, Timing, FD_SETSIZE};
 
+/// Counts the bytes each setup leaves allocated (user-space memory per watched fd). The hot
+/// paths allocate nothing in steady state (`tests/allocations/`), so the timed rounds do not
+/// pay for the count.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
 /// Reads the command line and runs what it asks for (exit statuses: see `usage_text`).
+#[allow(dead_code)] // the tests that include this file call `run_sweep`, not `main`
 fn main() {
     // cargo passes `--bench` to harness = false targets; it means nothing here.
     let args: Vec<String> = std::env::args()
@@ -61,7 +94,8 @@ fn main() {
         Ok(Command::Help) => print!("{}", usage_text()),
         Ok(Command::Peer(p)) => peer_mode(&p),
         Ok(Command::Sweep(sweep)) => {
-            if let Err(e) = run_sweep(&sweep) {
+            let command = format!("cargo bench --bench scaling -- {}", args.join(" "));
+            if let Err(e) = run_sweep(&sweep, command.trim_end()) {
                 eprintln!("scaling: {e}");
                 std::process::exit(1);
             }
@@ -73,13 +107,42 @@ fn main() {
     }
 }
 
+/// Prints a section's sentences and tables on stdout.
+fn print_section(sec: &Section) {
+    println!("\n== {} ==", sec.heading);
+    for t in &sec.tables {
+        print!("{}", t.to_text());
+    }
+    for line in &sec.sentences {
+        println!("- {line}");
+    }
+}
+
 /// The main job: measures every cell of `s`, floor and evloop alternately, then prints the
-/// table and writes the CSV and the SVG under `s.out`.
-fn run_sweep(s: &Sweep) -> io::Result<()> {
+/// tables and writes the CSV, the SVGs and `report.html` under `s.out`. `command` is the
+/// command line the report shows.
+pub(crate) fn run_sweep(s: &Sweep, command: &str) -> io::Result<()> {
     let (soft, hard) = evloop::sys::fd::raise_nofile_limit()?;
+    let machine = Machine::read((soft, hard));
+    // Read the other runs first: a bad file should fail before a minute of measuring.
+    let mut compared = Vec::new();
+    for f in &s.compare {
+        let (rows, skipped) = read_csv(f)?;
+        if skipped > 0 {
+            println!(
+                "note: {}: {skipped} line(s) not understood, skipped",
+                f.display()
+            );
+        }
+        compared.extend(rows);
+    }
+    let baseline = match &s.baseline {
+        Some(f) => Some(read_csv(f)?.0),
+        None => None,
+    };
     let reserve = 64;
     let mut ns = Vec::new();
-    for &n in &s.ns {
+    for n in s.all_ns() {
         let need = s.fds.fds_needed(n) + reserve;
         if need > soft as usize {
             println!(
@@ -90,16 +153,19 @@ fn run_sweep(s: &Sweep) -> io::Result<()> {
             ns.push(n);
         }
     }
-    println!(
-        "evloop scaling harness: libevent bench.c workload, fds={}, W={} chained writes per round, \
-         wait={}, {} rep(s) x up to {} rounds ({} ms budget) per implementation and cell",
+    let settings = format!(
+        "libevent bench.c workload, fds={}, W={} chained writes per round, wait={}, {} rep(s) x up \
+         to {} rounds ({} ms budget) per implementation and cell; crossover at N={}, A={}",
         s.fds.name(),
         s.w,
         s.waits.iter().map(|b| if *b { "block" } else { "nowait" }).collect::<Vec<_>>().join("+"),
         s.reps,
         s.rounds,
-        s.budget_ms
+        s.budget_ms,
+        s.cross_n,
+        s.cross_as.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")
     );
+    println!("evloop scaling harness: {settings}");
     println!(
         "backends: {}",
         s.backends
@@ -112,12 +178,16 @@ fn run_sweep(s: &Sweep) -> io::Result<()> {
     let mut rows: Vec<Row> = Vec::new();
     for &n in &ns {
         let fds = make_fds(s.fds, n)?;
-        for &a in &s.actives {
+        for a in s.actives_at(n) {
             if a > n {
                 println!("note: A={a} > N={n}; skipped");
                 continue;
             }
+            let in_grid = s.ns.contains(&n) && s.actives.contains(&a);
             for &block in &s.waits {
+                if !in_grid && Some(&block) != s.waits.first() {
+                    continue; // the crossover is drawn for the first wait mode only
+                }
                 for &backend in &s.backends {
                     if !backend.is_available() {
                         continue;
@@ -130,7 +200,7 @@ fn run_sweep(s: &Sweep) -> io::Result<()> {
                     let c = Cell_ {
                         n,
                         a,
-                        w: s.w,
+                        w: s.w_at(n, a),
                         block,
                         rounds: s.rounds,
                         budget_us: s.budget_ms * 1000.0 / s.reps as f64,
@@ -140,6 +210,7 @@ fn run_sweep(s: &Sweep) -> io::Result<()> {
                         block,
                         n,
                         a,
+                        w: c.w,
                         evloop: Timing::default(),
                         floor: Timing::default(),
                     };
@@ -157,23 +228,116 @@ fn run_sweep(s: &Sweep) -> io::Result<()> {
         }
     }
     eprintln!();
-    print_table(s, &ns, &rows);
+    let grid_ns: Vec<usize> = ns.iter().copied().filter(|n| s.ns.contains(n)).collect();
+    let grid_rows: Vec<Row> = rows
+        .iter()
+        .filter(|r| s.ns.contains(&r.n) && s.actives.contains(&r.a))
+        .cloned()
+        .collect();
+    let compared = fitting(s, &rows, &compared);
+
+    let mut sections = vec![Section {
+        id: "scaling",
+        heading: "ns per write against N: evloop and the bare syscalls".into(),
+        tables: vec![main_table(s, &grid_ns, &grid_rows)],
+        charts: vec![("chart-scaling", to_svg(s, &grid_rows, &compared))],
+        ..Section::default()
+    }];
+    sections.push(Section {
+        id: "time",
+        heading: "Where the time goes".into(),
+        sentences: time_summary(s, &rows),
+        tables: vec![time_table(s, &rows)],
+        charts: vec![("chart-time", time_svg(s, &rows))],
+    });
+    if rows.iter().any(|r| r.n == s.cross_n && r.a != 1) {
+        sections.push(Section {
+            id: "crossover",
+            heading: format!("The crossover at N={}", s.cross_n),
+            sentences: crossover_summary(s, &rows),
+            tables: vec![crossover_table(s, &rows)],
+            charts: vec![("chart-crossover", crossover_svg(s, &rows))],
+        });
+    }
+    sections.push(Section {
+        id: "setup",
+        heading: "Setup and memory per watched fd".into(),
+        sentences: setup_summary(s, &grid_rows, &machine),
+        tables: vec![setup_table(s, &grid_rows, &machine)],
+        charts: vec![("chart-setup", setup_svg(s, &grid_rows, &machine))],
+    });
+    if !s.compare.is_empty() {
+        sections.push(Section {
+            id: "compare",
+            heading: "Other implementations".into(),
+            sentences: if compared.is_empty() {
+                vec![format!(
+                    "No line of the compared files fits this run (fds={}, its A and wait modes).",
+                    s.fds.name()
+                )]
+            } else {
+                Vec::new()
+            },
+            tables: vec![compare_table(&rows, &compared)],
+            charts: Vec::new(),
+        });
+    }
+    if let (Some(base), Some(file)) = (&baseline, &s.baseline) {
+        let t = baseline_table(s, &rows, base);
+        sections.push(Section {
+            id: "baseline",
+            heading: format!("Against the baseline {}", file.display()),
+            sentences: if t.is_empty() {
+                vec!["No cell of this run is in the baseline file.".into()]
+            } else {
+                Vec::new()
+            },
+            tables: vec![t],
+            charts: Vec::new(),
+        });
+    }
+    for sec in &sections {
+        print_section(sec);
+    }
+
     std::fs::create_dir_all(&s.out)?;
-    let csv = s.out.join("scaling.csv");
-    std::fs::write(&csv, to_csv(s, &rows))?;
-    let svg = s.out.join("scaling.svg");
-    std::fs::write(&svg, to_svg(s, &rows))?;
-    println!(
-        "\nfinished in {:.1} s\nCSV:   {}\nchart: {}",
-        started.elapsed().as_secs_f64(),
-        csv.display(),
-        svg.display()
-    );
+    let mut files = Vec::new();
+    let mut write = |name: &str, text: &str| -> io::Result<()> {
+        let path = s.out.join(name);
+        std::fs::write(&path, text)?;
+        files.push(path.display().to_string());
+        Ok(())
+    };
+    write("scaling.csv", &to_csv(s, &rows))?;
+    for sec in &sections {
+        for (id, svg) in &sec.charts {
+            let name = match *id {
+                "chart-scaling" => "scaling.svg".to_string(),
+                other => format!("{}.svg", other.trim_start_matches("chart-")),
+            };
+            write(&name, svg)?;
+        }
+    }
+    let report = s.out.join("report.html");
+    files.push(report.display().to_string());
+    let page = Report {
+        command: command.to_string(),
+        machine: machine.facts(),
+        settings,
+        sections,
+        files: files.clone(),
+    };
+    std::fs::write(&report, to_html(&page))?;
+    println!("\nfinished in {:.1} s", started.elapsed().as_secs_f64());
+    for f in &files {
+        println!("wrote {f}");
+    }
     Ok(())
 }
 
 /// Peer mode: runs one cell through evloop and prints its CSV line. Exits 0 when done, 2 for
 /// a configuration this system cannot run, 1 when the run fails.
+#[allow(dead_code)] // as `main`
 fn peer_mode(p: &Peer) -> ! {
     let Peer {
         n,

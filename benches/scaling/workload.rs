@@ -9,6 +9,16 @@
 //! syscalls. Both append each round's wall time, setup time and loop passes to a `Timing`,
 //! which `report.rs` and `chart.rs` reduce with `median` and `min`. A round that reads other
 //! than it wrote ends the process (`check_round`): its figures would mean nothing.
+//!
+//! Beside the wall time, each side also adds up, over its measured rounds, what `explain.rs`
+//! turns into "where the time goes": the user and system CPU time (`getrusage`, read outside
+//! the timed window), and the syscalls made, in `Counts` — counted, not estimated: the reads
+//! and writes the callbacks made, the selector calls (the floor's passes; evloop's
+//! iterations, each of which waits once while any fd is watched, as here: docs/03, "A poll
+//! with nothing to poll"), and the interest changes (`Stats::interest_changes`; the floor
+//! makes none after its setup). The first rep of a cell also weighs its setup: the bytes the
+//! setup left allocated (`alloc_count::bytes_in_use`, the counting allocator `main.rs`
+//! installs) and, on epoll, the watches the kernel holds (`epoll_watches`).
 
 use std::cell::Cell;
 use std::io;
@@ -16,7 +26,9 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::time::Instant;
 
-use evloop::sys::floor::{read1, write1, Chain, Floor, FloorKind};
+use evloop::sys::alloc_count::bytes_in_use;
+use evloop::sys::floor::{process_cpu_time, read1, write1, Chain, Floor, FloorKind};
+use evloop::sys::usage::{cpu_time, CpuTime};
 use evloop::{Backend, EventLoop};
 
 /// glibc's `fd_set` size: strict select refuses fds at or above it.
@@ -133,6 +145,112 @@ pub(crate) struct Timing {
     pub(crate) round_us: Vec<f64>,
     /// Loop passes per measured round.
     pub(crate) loops: Vec<f64>,
+    /// User and system CPU time over all the measured rounds (`getrusage`: the total is
+    /// exact, its split between user and system is sampled at the timer tick).
+    pub(crate) cpu: CpuTime,
+    /// CPU time over all the measured rounds, exact (`CLOCK_PROCESS_CPUTIME_ID`).
+    pub(crate) cpu_total: std::time::Duration,
+    /// Syscalls made in all the measured rounds.
+    pub(crate) counts: Counts,
+    /// Bytes the setup left allocated (the loop or floor and its N registrations), from the
+    /// first rep; `None` before one ran.
+    pub(crate) setup_bytes: Option<i64>,
+    /// Watches the kernel holds for this side's epoll instance after setup (read from
+    /// `/proc/self/fdinfo`); `None` off epoll or where it cannot be read.
+    pub(crate) kernel_watches: Option<usize>,
+    /// Interest changes the setup made through the selector (evloop's `Stats`), from the
+    /// first rep; the floor's are its `epoll_ctl` calls, one per fd on epoll, none otherwise.
+    pub(crate) setup_changes: Option<u64>,
+}
+
+/// Syscalls made during measured rounds, and the chained writes those rounds did (the unit
+/// "per write" divides by).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Selector calls: `epoll_wait`, `poll` or `select`.
+    pub(crate) waits: u64,
+    /// `read` calls made by the read callbacks.
+    pub(crate) reads: u64,
+    /// `write` calls made by the read callbacks (the chained writes; the untimed priming
+    /// writes are not counted).
+    pub(crate) writes: u64,
+    /// Interest changes (`epoll_ctl`; on poll and select they are no syscall).
+    pub(crate) changes: u64,
+    /// Chained writes: W per round.
+    pub(crate) chained: u64,
+}
+
+impl Counts {
+    /// The syscalls that go to the kernel per chained write: waits, reads, writes, and the
+    /// interest changes when the backend makes them with a syscall (epoll, kqueue).
+    pub(crate) fn syscalls(&self, backend: Backend) -> u64 {
+        let changes = match backend {
+            Backend::Poll | Backend::Select | Backend::SelectStrict => 0,
+            _ => self.changes,
+        };
+        self.waits + self.reads + self.writes + changes
+    }
+    /// `x` per chained write (NaN before a round ran).
+    pub(crate) fn per_write(&self, x: u64) -> f64 {
+        if self.chained == 0 {
+            f64::NAN
+        } else {
+            x as f64 / self.chained as f64
+        }
+    }
+}
+
+impl Timing {
+    /// CPU time per chained write, in ns, and the share of it the kernel used (system time
+    /// over user + system time, from `getrusage`); NaN before a round ran.
+    pub(crate) fn cpu_per_write(&self) -> (f64, f64) {
+        let w = self.counts.chained as f64;
+        let (u, s) = (
+            self.cpu.user.as_nanos() as f64,
+            self.cpu.system.as_nanos() as f64,
+        );
+        if w == 0.0 || u + s == 0.0 {
+            return (f64::NAN, f64::NAN);
+        }
+        (self.cpu_total.as_nanos() as f64 / w, s / (u + s))
+    }
+}
+
+/// The two CPU clocks, read together before a round.
+fn cpu_now() -> io::Result<(CpuTime, std::time::Duration)> {
+    Ok((cpu_time()?, process_cpu_time()))
+}
+
+/// Adds the CPU time since `before` to `t`.
+fn add_cpu(t: &mut Timing, before: (CpuTime, std::time::Duration)) -> io::Result<()> {
+    let total = process_cpu_time().saturating_sub(before.1);
+    let used = cpu_time()?.since(before.0);
+    t.cpu.user += used.user;
+    t.cpu.system += used.system;
+    t.cpu_total += total;
+    Ok(())
+}
+
+/// The watches (`tfd:` lines) the kernel lists for epoll instance `epfd`, or `None` if its
+/// `/proc/self/fdinfo` entry cannot be read.
+pub(crate) fn epoll_watches(epfd: RawFd) -> Option<usize> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{epfd}")).ok()?;
+    Some(info.lines().filter(|l| l.starts_with("tfd:")).count())
+}
+
+/// The watches of every epoll instance this process holds (the floor's epoll fd is private to
+/// it; when it runs it is the only one open, evloop's loop of the cell being closed).
+fn all_epoll_watches() -> Option<usize> {
+    let mut total = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
+        let is_epoll = std::fs::read_link(entry.path())
+            .is_ok_and(|target| target.to_string_lossy() == "anon_inode:[eventpoll]");
+        if is_epoll {
+            let fd: RawFd = entry.file_name().to_string_lossy().parse().ok()?;
+            total += epoll_watches(fd)?;
+        }
+    }
+    Some(total)
 }
 
 /// The median of `v` (NaN when `v` is empty: no floor).
@@ -237,6 +355,7 @@ pub(crate) fn run_evloop(fds: &Fds, backend: Backend, c: &Cell_, t: &mut Timing)
         writes_left: Cell::new(0),
         failures: Cell::new(0),
     });
+    let bytes0 = bytes_in_use();
     let t0 = Instant::now();
     let lp = EventLoop::with_backend(backend)?;
     for (i, &fd) in fds.rfd.iter().enumerate() {
@@ -245,6 +364,13 @@ pub(crate) fn run_evloop(fds: &Fds, backend: Backend, c: &Cell_, t: &mut Timing)
     }
     lp.run_nowait()?;
     t.setup_us.push(t0.elapsed().as_secs_f64() * 1e6);
+    if t.setup_bytes.is_none() {
+        // One `Rc` clone per reader is counted in the loop's share: it is what a closure
+        // capturing shared state costs, as a real program's readers do.
+        t.setup_bytes = Some(bytes_in_use() - bytes0);
+        t.kernel_watches = lp.backend_fd().and_then(epoll_watches);
+        t.setup_changes = Some(lp.stats().interest_changes);
+    }
     let pass = |lp: &EventLoop| {
         if c.block {
             lp.run_once()
@@ -261,12 +387,23 @@ pub(crate) fn run_evloop(fds: &Fds, backend: Backend, c: &Cell_, t: &mut Timing)
     let mut r = 0;
     while r < c.rounds && (r == 0 || total < c.budget_us) {
         chain.prime(c.a, c.w);
-        let it0 = lp.stats().iterations;
+        let (read0, write0) = (chain.count.get(), chain.fired.get());
+        let stats0 = lp.stats();
+        let cpu0 = cpu_now()?;
         let t0 = Instant::now();
         while !chain.done() {
             pass(&lp)?;
         }
         let us = t0.elapsed().as_secs_f64() * 1e6;
+        add_cpu(t, cpu0)?;
+        let stats = lp.stats();
+        // Every iteration waits once: N fds are watched throughout (docs/03).
+        debug_assert!(stats.fds >= fds.rfd.len());
+        t.counts.waits += stats.iterations - stats0.iterations;
+        t.counts.changes += stats.interest_changes - stats0.interest_changes;
+        t.counts.reads += chain.count.get() - read0;
+        t.counts.writes += chain.fired.get() - write0;
+        t.counts.chained += c.w;
         check_round(
             "evloop",
             chain.count.get(),
@@ -275,7 +412,7 @@ pub(crate) fn run_evloop(fds: &Fds, backend: Backend, c: &Cell_, t: &mut Timing)
             chain.failures.get(),
         );
         t.round_us.push(us);
-        t.loops.push((lp.stats().iterations - it0) as f64);
+        t.loops.push((stats.iterations - stats0.iterations) as f64);
         total += us;
         r += 1;
     }
@@ -285,18 +422,40 @@ pub(crate) fn run_evloop(fds: &Fds, backend: Backend, c: &Cell_, t: &mut Timing)
 /// Runs the rounds of one cell on the raw syscalls.
 pub(crate) fn run_floor(fds: &Fds, kind: FloorKind, c: &Cell_, t: &mut Timing) -> io::Result<()> {
     let mut chain = fds.chain();
+    let bytes0 = bytes_in_use();
     let t0 = Instant::now();
     let mut floor = Floor::new(kind, &chain)?;
     t.setup_us.push(t0.elapsed().as_secs_f64() * 1e6);
+    if t.setup_bytes.is_none() {
+        t.setup_bytes = Some(bytes_in_use() - bytes0);
+        if kind == FloorKind::Epoll {
+            t.kernel_watches = all_epoll_watches();
+        }
+        // `Floor::new`: one `epoll_ctl` per fd on epoll; poll and select fill arrays.
+        let ctl = if kind == FloorKind::Epoll {
+            chain.len()
+        } else {
+            0
+        };
+        t.setup_changes = Some(ctl as u64);
+    }
     chain.prime(c.a, c.w.min(100));
     floor.run_round(&mut chain, c.block)?;
     let mut total = 0.0;
     let mut r = 0;
     while r < c.rounds && (r == 0 || total < c.budget_us) {
         chain.prime(c.a, c.w);
+        // `prime` reset the counters: what they hold after the round is the round's.
+        let primed = chain.fired;
+        let cpu0 = cpu_now()?;
         let t0 = Instant::now();
         floor.run_round(&mut chain, c.block)?;
         let us = t0.elapsed().as_secs_f64() * 1e6;
+        add_cpu(t, cpu0)?;
+        t.counts.waits += chain.loops;
+        t.counts.reads += chain.count;
+        t.counts.writes += chain.fired - primed;
+        t.counts.chained += c.w;
         check_round(
             "floor",
             chain.count,

@@ -46,9 +46,10 @@
 //! ## The `internals` feature: benchmark floors and test aids; not part of the stable API
 //!
 //! Off by default. It adds, all `#[doc(hidden)]`: the module `alloc_count` (a counting global allocator for
-//! the allocation tests), the module `floor` (the scaling
+//! the allocation tests and the scaling harness's bytes per fd), the module `floor` (the scaling
 //! benchmark's workload written directly on `epoll_wait`, `poll` and `select`, and the CPU
-//! clock and pinning the micro-benchmarks use) and the test aids: `fd::is_cloexec`,
+//! clock and pinning the micro-benchmarks use), the module `usage` (user and system CPU time,
+//! `getrusage`, for the scaling harness) and the test aids: `fd::is_cloexec`,
 //! `fd::dup_at_least`, `fd::raise_nofile_limit`, `fd::fork`, `fd::wait_child`, `fd::set_nofile_soft_limit` (also at
 //! `socket::set_nofile_soft_limit`), the signal dispositions and senders of `signal`
 //! (`Disposition`, `disposition`, `set_disposition`, `set_sigpipe_default`,
@@ -112,6 +113,9 @@ pub mod signal;
 pub mod socket;
 pub mod spawn;
 pub mod timeout;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod usage;
 pub mod wait;
 pub mod waker;
 
