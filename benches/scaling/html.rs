@@ -38,7 +38,8 @@ table{border-collapse:collapse;margin:.5em 0;font-size:13px}\
 td,th{border:1px solid #ccc;padding:2px 6px}th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}\
 caption{text-align:left;font-weight:bold;padding:4px 0}p.legend{color:#555;font-size:13px;white-space:pre-line}\
 code{background:#f3f3f3;padding:1px 4px}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}\
-dt{font-weight:bold}figure{margin:1em 0;overflow-x:auto}section{margin-top:2em}";
+dt{font-weight:bold}figure{margin:1em 0;overflow-x:auto}figure svg{max-width:100%;height:auto}\
+section{margin-top:2em}";
 
 /// The page.
 pub(crate) fn to_html(r: &Report) -> String {
