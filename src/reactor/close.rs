@@ -12,6 +12,7 @@ use crate::reactor::diagnostics::{panic_message, Diagnostic, DiagnosticKind};
 use crate::reactor::event_loop::Inner;
 use crate::reactor::ready::Ready;
 use crate::reactor::runnable::Abandoned;
+use crate::reactor::trace;
 use crate::reactor::{EventLoop, ExceptionContext};
 
 impl EventLoop {
@@ -106,6 +107,9 @@ impl Inner {
                 Some(Abandoned::AlreadyDone) | None => {}
             }
             catching(&mut panics, move || drop(task));
+        }
+        if self.trace.get() {
+            trace::close(self, abandoned);
         }
         if abandoned > 0 && self.debug.get() {
             self.emit(Diagnostic::new(

@@ -21,7 +21,13 @@ use crate::reactor::event_loop::{closed_error, forked_error, MAX_DELAY};
 use crate::reactor::handle::{Handle, TimerHandle};
 use crate::reactor::ready::{IoWatcher, Ready};
 use crate::reactor::registry::Side;
+use crate::reactor::trace;
 use crate::reactor::EventLoop;
+
+/// A callback cell's address: how the structured trace recognises it (`trace_json.rs`).
+fn cell_address(cell: &Rc<dyn crate::reactor::cells::Callback>) -> usize {
+    Rc::as_ptr(cell) as *const () as usize
+}
 
 impl EventLoop {
     /// Schedules `callback` to run once, on a later pass of the loop, in FIFO order with
@@ -61,6 +67,9 @@ impl EventLoop {
             .ready
             .borrow_mut()
             .push_back(Ready::Callback(cell.clone()));
+        if self.inner.trace.get() {
+            trace::call_soon(&self.inner, cell_address(&cell), Location::caller());
+        }
         Handle { cell }
     }
 
@@ -140,6 +149,9 @@ impl EventLoop {
             .inner
             .cells
             .insert(callback, State::Scheduled, location);
+        if self.inner.trace.get() {
+            trace::call_later(&self.inner, cell_address(&cell), when, location);
+        }
         self.inner.timers.borrow_mut().push(when, cell)
     }
 
@@ -298,8 +310,11 @@ impl EventLoop {
                     closed_error(what)
                 });
             };
-            registry.set(fd, side, Some(watcher))?
+            registry.set(fd, side, Some(watcher.clone()))?
         };
+        if self.inner.trace.get() {
+            self.trace_watchers(replaced.as_ref(), Some(&watcher));
+        }
         if let Some(old) = replaced {
             old.cancelled.set(true);
         }
@@ -317,10 +332,30 @@ impl EventLoop {
         };
         match removed {
             Some(old) => {
+                if self.inner.trace.get() {
+                    self.trace_watchers(Some(&old), None);
+                }
                 old.cancelled.set(true);
                 true
             }
             None => false,
+        }
+    }
+
+    /// Trace mode: a watcher removed (or replaced), a watcher added.
+    #[cold]
+    fn trace_watchers(&self, removed: Option<&Rc<IoWatcher>>, added: Option<&Rc<IoWatcher>>) {
+        if let Some(w) = removed {
+            trace::remove_watcher(&self.inner, Rc::as_ptr(w) as usize, w.fd, w.writer);
+        }
+        if let Some(w) = added {
+            trace::add_watcher(
+                &self.inner,
+                Rc::as_ptr(w) as usize,
+                w.fd,
+                w.writer,
+                w.location,
+            );
         }
     }
 

@@ -216,6 +216,14 @@ fn finish<F: Future + 'static>(
         }
     }
     let inner = &event_loop.inner;
+    if inner.trace_on() {
+        let outcome = match (&panicked, cancelled) {
+            (Some(_), _) => "panicked",
+            (None, true) => "cancelled",
+            (None, false) => "ok",
+        };
+        trace::done(inner, h.slot.get(), outcome);
+    }
     inner.remove_runnable(Key::new(inner.id, h.slot.get()));
     if let Some(kept) = h.waker.take() {
         TaskWaker::recycle(TaskWaker::resume(kept));
@@ -271,14 +279,7 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
             return;
         };
         h.steps.set(h.steps.get() + 1);
-        if event_loop.inner.trace_on() {
-            event_loop.inner.emit(trace::task_step(
-                event_loop.iteration(),
-                &self.label(),
-                h.steps.get(),
-                polled_outcome(&polled),
-            ));
-        }
+        let traced = event_loop.inner.trace_on().then(|| polled_outcome(&polled));
         match polled {
             Ok(Poll::Ready(value)) => finish(&self, event_loop, Ok(value)),
             Ok(Poll::Pending) => match h.phase.get() {
@@ -292,6 +293,18 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
                 let msg = panic_message(&*payload);
                 finish(&self, event_loop, Err(TaskError::Panicked(msg)));
             }
+        }
+        if let Some(outcome) = traced {
+            let parked = h.phase.get() == Phase::Waiting;
+            let label = self.label();
+            trace::task_step(
+                &event_loop.inner,
+                h.slot.get(),
+                &label,
+                h.steps.get(),
+                outcome,
+                parked,
+            );
         }
         h.release_waker(waker);
     }
@@ -348,6 +361,10 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
     #[inline]
     fn generation(&self) -> u32 {
         self.slot.get().generation
+    }
+
+    fn slot(&self) -> Slot {
+        self.slot.get()
     }
 }
 
@@ -543,7 +560,13 @@ impl<T> Task<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn set_name(&self, name: impl Into<String>) {
-        self.cell.header().name.set(Some(Box::new(name.into())));
+        let name = name.into();
+        if let Some(inner) = self.event_loop.upgrade() {
+            if inner.trace_on() {
+                trace::named(&inner, self.cell.header().slot.get(), &name);
+            }
+        }
+        self.cell.header().name.set(Some(Box::new(name)));
     }
 
     /// The task's name, if it has one.
@@ -637,6 +660,9 @@ where
     let run: RunnableRef = cell.clone();
     cell.slot.set(inner.insert_runnable(run.clone()).slot());
     inner.push_ready(Ready::Step(run));
+    if inner.trace_on() {
+        trace::spawn(inner, cell.slot.get(), location);
+    }
     Task {
         cell,
         event_loop: Rc::downgrade(inner),
