@@ -456,13 +456,11 @@ fn check(lines: &[Json]) {
                 tasks.insert(l.u64("task"), "queued");
                 push(l.u64("id"), None);
             }
-            "wake" => {
-                if l.bool("queued") {
-                    let task = l.u64("task");
-                    assert_ne!(tasks.get(&task), Some(&"queued"), "line {n}: queued twice");
-                    tasks.insert(task, "queued");
-                    push(l.u64("id"), l.opt_u64("pos"));
-                }
+            "wake" if l.bool("queued") => {
+                let task = l.u64("task");
+                assert_ne!(tasks.get(&task), Some(&"queued"), "line {n}: queued twice");
+                tasks.insert(task, "queued");
+                push(l.u64("id"), l.opt_u64("pos"));
             }
             "run" => {
                 assert_eq!(step, 5, "line {n}: entries run in step 6 only");
@@ -472,7 +470,10 @@ fn check(lines: &[Json]) {
                 assert_eq!(deque.pop_front(), Some(id), "line {n}: not the front");
                 if l.str("kind") == "timer" {
                     let deadline = deadlines.remove(&id).expect("a timer runs once");
-                    assert!(t >= deadline, "line {n}: timer {id} ran before its deadline");
+                    assert!(
+                        t >= deadline,
+                        "line {n}: timer {id} ran before its deadline"
+                    );
                     timers_run += 1;
                 }
                 if let Some(task) = l.opt_u64("task") {

@@ -77,6 +77,7 @@ impl Inner {
         if self.closed.replace(true) {
             return Vec::new();
         }
+        self.update_trace_flag_closing();
         let mut panics = Vec::new();
         // In the child of a fork() the selector's and the waker's fds may not be ours (a kqueue
         // is not inherited: its number may name a file the child opened since): they are left

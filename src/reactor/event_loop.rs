@@ -52,6 +52,11 @@ use crate::reactor::ExceptionContext;
 /// is.
 pub const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
+/// A bit of `Inner::slow_verbs`: the loop is closed.
+pub(crate) const SLOW_CLOSED: u8 = 1;
+/// A bit of `Inner::slow_verbs`: the loop writes the structured trace.
+pub(crate) const SLOW_TRACED: u8 = 2;
+
 /// The default for [`EventLoop::set_slow_callback_duration`], as asyncio's.
 pub const DEFAULT_SLOW_CALLBACK: Duration = Duration::from_millis(100);
 
@@ -119,6 +124,10 @@ pub(crate) struct Inner {
     pub(crate) debug: Cell<bool>,
     /// Trace mode in either form: the one flag the hot paths test (`narrate || json`).
     pub(crate) trace: Cell<bool>,
+    /// The one test of `call_soon`, `call_later`/`call_at` and `spawn`: nonzero when the loop
+    /// is closed ([`SLOW_CLOSED`]) or writes the structured trace ([`SLOW_TRACED`]); both
+    /// take the verbs' slow path, so neither costs the fast path a second test.
+    pub(crate) slow_verbs: Cell<u8>,
     /// Trace mode's narration (`EVLOOP_TRACE=1`, `set_trace`).
     pub(crate) narrate: Cell<bool>,
     /// The structured trace (`EVLOOP_TRACE=json:PATH`, `trace_json_to`), if on.
@@ -264,6 +273,7 @@ impl EventLoop {
                 closed: Cell::new(false),
                 debug: Cell::new(env_on("EVLOOP_DEBUG")),
                 trace: Cell::new(false),
+                slow_verbs: Cell::new(0),
                 narrate: Cell::new(false),
                 json: RefCell::new(None),
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
@@ -935,7 +945,7 @@ pub(crate) fn forked_error(what: &str, creator: u32, child: u32) -> io::Error {
 
 #[cold]
 #[track_caller]
-fn closed_panic(what: &str) -> ! {
+pub(crate) fn closed_panic(what: &str) -> ! {
     panic!("EventLoop::{what}: the event loop is closed; nothing scheduled on it could run")
 }
 
@@ -1047,11 +1057,19 @@ impl Inner {
         self.update_trace_flag();
     }
 
+    /// The loop is closing: the verbs take their slow path (which panics).
+    pub(crate) fn update_trace_flag_closing(&self) {
+        self.slow_verbs.set(self.slow_verbs.get() | SLOW_CLOSED);
+    }
+
     /// Sets the one trace flag from the two forms, and tells the timer handles (a
     /// `TimerHandle` has no reference to the loop: its `cancel` reads the heap's copy).
     pub(crate) fn update_trace_flag(&self) {
         let json = self.json();
         self.trace.set(self.narrate.get() || json.is_some());
+        let closed = if self.closed.get() { SLOW_CLOSED } else { 0 };
+        let traced = if json.is_some() { SLOW_TRACED } else { 0 };
+        self.slow_verbs.set(closed | traced);
         let timers = self.timers.borrow();
         timers.slots.tracing.set(json.is_some());
         *timers.slots.trace.borrow_mut() = json;

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::reactor::cells::State;
-use crate::reactor::event_loop::{closed_error, forked_error, MAX_DELAY};
+use crate::reactor::event_loop::{closed_error, closed_panic, forked_error, MAX_DELAY};
 use crate::reactor::handle::{Handle, TimerHandle};
 use crate::reactor::ready::{IoWatcher, Ready};
 use crate::reactor::registry::Side;
@@ -58,19 +58,42 @@ impl EventLoop {
     /// ```
     #[track_caller]
     pub fn call_soon(&self, callback: impl FnOnce(&EventLoop) + 'static) -> Handle {
-        self.assert_open("call_soon");
-        let cell = self
-            .inner
-            .cells
-            .insert(callback, State::Queued, Location::caller());
+        // One test for two unusual states: closed (panic) or traced.
+        if self.inner.slow_verbs.get() != 0 {
+            return self.call_soon_slow(callback, Location::caller());
+        }
+        self.push_soon(callback, Location::caller())
+    }
+
+    #[inline(always)]
+    fn push_soon(
+        &self,
+        callback: impl FnOnce(&EventLoop) + 'static,
+        location: &'static Location<'static>,
+    ) -> Handle {
+        let cell = self.inner.cells.insert(callback, State::Queued, location);
         self.inner
             .ready
             .borrow_mut()
             .push_back(Ready::Callback(cell.clone()));
-        if self.inner.trace.get() {
-            trace::call_soon(&self.inner, cell_address(&cell), Location::caller());
-        }
         Handle { cell }
+    }
+
+    /// `call_soon` on a closed loop (panics) or a traced one.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn call_soon_slow(
+        &self,
+        callback: impl FnOnce(&EventLoop) + 'static,
+        location: &'static Location<'static>,
+    ) -> Handle {
+        if self.inner.closed.get() {
+            closed_panic("call_soon");
+        }
+        let handle = self.push_soon(callback, location);
+        trace::call_soon(&self.inner, cell_address(&handle.cell), location);
+        handle
     }
 
     /// Schedules `callback` to run once, `delay` from now ([`time`](EventLoop::time)).
@@ -144,14 +167,21 @@ impl EventLoop {
         callback: impl FnOnce(&EventLoop) + 'static,
         location: &'static Location<'static>,
     ) -> TimerHandle {
-        self.assert_open("call_later/call_at");
+        if self.inner.slow_verbs.get() != 0 {
+            if self.inner.closed.get() {
+                closed_panic("call_later/call_at");
+            }
+            let cell = self
+                .inner
+                .cells
+                .insert(callback, State::Scheduled, location);
+            trace::call_later(&self.inner, cell_address(&cell), when, location);
+            return self.inner.timers.borrow_mut().push(when, cell);
+        }
         let cell = self
             .inner
             .cells
             .insert(callback, State::Scheduled, location);
-        if self.inner.trace.get() {
-            trace::call_later(&self.inner, cell_address(&cell), when, location);
-        }
         self.inner.timers.borrow_mut().push(when, cell)
     }
 

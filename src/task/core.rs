@@ -216,14 +216,6 @@ fn finish<F: Future + 'static>(
         }
     }
     let inner = &event_loop.inner;
-    if inner.trace_on() {
-        let outcome = match (&panicked, cancelled) {
-            (Some(_), _) => "panicked",
-            (None, true) => "cancelled",
-            (None, false) => "ok",
-        };
-        trace::done(inner, h.slot.get(), outcome);
-    }
     inner.remove_runnable(Key::new(inner.id, h.slot.get()));
     if let Some(kept) = h.waker.take() {
         TaskWaker::recycle(TaskWaker::resume(kept));
@@ -295,6 +287,13 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
             }
         }
         if let Some(outcome) = traced {
+            if let Phase::Done { cancelled } = h.phase.get() {
+                trace::done(
+                    &event_loop.inner,
+                    h.slot.get(),
+                    done_outcome(outcome, cancelled),
+                );
+            }
             let parked = h.phase.get() == Phase::Waiting;
             let label = self.label();
             trace::task_step(
@@ -368,6 +367,15 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
     }
 }
 
+/// How the structured trace words the end of a task.
+fn done_outcome(step: &str, cancelled: bool) -> &'static str {
+    match (step, cancelled) {
+        ("panicked", _) => "panicked",
+        (_, true) => "cancelled",
+        _ => "ok",
+    }
+}
+
 /// How trace mode words the outcome of a step.
 fn polled_outcome<T, E>(polled: &Result<Poll<T>, E>) -> &'static str {
     match polled {
@@ -429,7 +437,12 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
         }
         match owner {
             // Drop the future now: prompt release of its timers and I/O interest.
-            Some(inner) => finish(self, &EventLoop { inner }, Err(TaskError::Cancelled)),
+            Some(inner) => {
+                if inner.trace_on() {
+                    trace::done(&inner, h.slot.get(), "cancelled");
+                }
+                finish(self, &EventLoop { inner }, Err(TaskError::Cancelled))
+            }
             None => {
                 if let Abandoned::DestructorPanicked(msg) = self.abandon() {
                     // No loop to report to; the caller of `cancel` holds the task, so its
@@ -637,7 +650,43 @@ impl<T> fmt::Debug for Task<T> {
 
 /// Creates the cell (the task's one allocation), puts it in the loop's slab, queues its first
 /// step. No waker yet: the first step borrows one (`waker.rs`).
+#[track_caller]
 pub(crate) fn spawn_on<F>(
+    event_loop: &EventLoop,
+    future: F,
+    location: &'static Location<'static>,
+) -> Task<F::Output>
+where
+    F: Future + 'static,
+{
+    let inner = &event_loop.inner;
+    // One test for two unusual states: closed (panic) or traced.
+    if inner.slow_verbs.get() != 0 {
+        return spawn_slow(event_loop, future, location);
+    }
+    spawn_cell(event_loop, future, location)
+}
+
+/// `spawn` on a closed loop (panics) or a traced one.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn spawn_slow<F>(
+    event_loop: &EventLoop,
+    future: F,
+    location: &'static Location<'static>,
+) -> Task<F::Output>
+where
+    F: Future + 'static,
+{
+    event_loop.assert_open_for("spawn");
+    let task = spawn_cell(event_loop, future, location);
+    trace::spawn(&event_loop.inner, task.cell.header().slot.get(), location);
+    task
+}
+
+#[inline(always)]
+fn spawn_cell<F>(
     event_loop: &EventLoop,
     future: F,
     location: &'static Location<'static>,
@@ -660,9 +709,6 @@ where
     let run: RunnableRef = cell.clone();
     cell.slot.set(inner.insert_runnable(run.clone()).slot());
     inner.push_ready(Ready::Step(run));
-    if inner.trace_on() {
-        trace::spawn(inner, cell.slot.get(), location);
-    }
     Task {
         cell,
         event_loop: Rc::downgrade(inner),

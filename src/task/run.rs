@@ -146,7 +146,6 @@ impl EventLoop {
     #[track_caller]
     #[doc(alias = "create_task")]
     pub fn spawn<F: Future + 'static>(&self, future: F) -> Task<F::Output> {
-        self.assert_open_for("spawn");
         spawn_on(self, future, Location::caller())
     }
 }
