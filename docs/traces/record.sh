@@ -22,3 +22,19 @@ for name in "${examples[@]}"; do
     printf '%-26s %5d lines %8d bytes\n' "$name" "$(wc -l < "$out/$name.jsonl")" \
         "$(wc -c < "$out/$name.jsonl")"
 done
+
+# The viewer embeds one sample (task_trace) so that it shows something at once from file://.
+# `</` is written `<\/` (the same string in JSON) so that no line can close the script element.
+page=docs/viewer/index.html
+awk -v sample="$out/task_trace.jsonl" '
+    /<script type="application\/x-ndjson" id="sample">/ {
+        print
+        while ((getline line < sample) > 0) { gsub(/<\//, "<\\/", line); print line }
+        skip = 1
+        next
+    }
+    skip && /<\/script>/ { skip = 0 }
+    !skip { print }
+' "$page" > "$page.new"
+mv "$page.new" "$page"
+echo "embedded $out/task_trace.jsonl in $page"
