@@ -292,7 +292,7 @@ impl EventLoop {
             left -= 1;
             let io = matches!(entry, Ready::Io(_)).then(|| WokenByIo::start(inner));
             let ok = if watched {
-                self.run_watched(entry, pass, debug)
+                self.run_watched(entry)
             } else {
                 // Calls user code; no borrow is held.
                 entry.run(self)
@@ -312,11 +312,15 @@ impl EventLoop {
     }
 
     /// Runs one entry in debug mode, trace mode, or both: the trace says when it leaves the
-    /// deque and when it returns.
+    /// deque and when it returns. Reads the modes itself, so that the loop of step 6 keeps
+    /// nothing but its one flag live for it.
     #[cold]
-    fn run_watched(&self, entry: Ready, pass: Pass, debug: bool) -> bool {
-        let traced = if pass.trace {
-            trace::run_start(&self.inner, pass.iteration, &entry)
+    #[inline(never)]
+    fn run_watched(&self, entry: Ready) -> bool {
+        let inner = &*self.inner;
+        let (debug, iteration) = (inner.debug.get(), inner.iteration());
+        let traced = if inner.trace.get() {
+            trace::run_start(inner, iteration, &entry)
         } else {
             None
         };
@@ -327,7 +331,7 @@ impl EventLoop {
             entry.run(self)
         };
         if let Some(running) = traced {
-            trace::run_end(&self.inner, pass.iteration, running);
+            trace::run_end(inner, iteration, running);
         }
         ran
     }
