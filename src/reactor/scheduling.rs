@@ -60,18 +60,12 @@ impl EventLoop {
     pub fn call_soon(&self, callback: impl FnOnce(&EventLoop) + 'static) -> Handle {
         // One test for two unusual states: closed (panic) or traced.
         if self.inner.slow_verbs.get() != 0 {
-            return self.call_soon_slow(callback, Location::caller());
+            self.call_soon_unusual(Location::caller());
         }
-        self.push_soon(callback, Location::caller())
-    }
-
-    #[inline(always)]
-    fn push_soon(
-        &self,
-        callback: impl FnOnce(&EventLoop) + 'static,
-        location: &'static Location<'static>,
-    ) -> Handle {
-        let cell = self.inner.cells.insert(callback, State::Queued, location);
+        let cell = self
+            .inner
+            .cells
+            .insert(callback, State::Queued, Location::caller());
         self.inner
             .ready
             .borrow_mut()
@@ -79,21 +73,16 @@ impl EventLoop {
         Handle { cell }
     }
 
-    /// `call_soon` on a closed loop (panics) or a traced one.
+    /// `call_soon` on a closed loop (panics) or a traced one (the trace numbers the callback
+    /// now; it knows the cell when step 6 reaches it, in the same FIFO order).
     #[cold]
     #[inline(never)]
     #[track_caller]
-    fn call_soon_slow(
-        &self,
-        callback: impl FnOnce(&EventLoop) + 'static,
-        location: &'static Location<'static>,
-    ) -> Handle {
+    fn call_soon_unusual(&self, location: &'static Location<'static>) {
         if self.inner.closed.get() {
             closed_panic("call_soon");
         }
-        let handle = self.push_soon(callback, location);
-        trace::call_soon(&self.inner, cell_address(&handle.cell), location);
-        handle
+        trace::call_soon(&self.inner, location);
     }
 
     /// Schedules `callback` to run once, `delay` from now ([`time`](EventLoop::time)).

@@ -210,10 +210,10 @@ pub(crate) fn ran(inner: &Inner, iteration: u64, ran: u64, skipped: u64) {
     }
 }
 
-/// `call_soon` scheduled the cell at `cell`.
-pub(crate) fn call_soon(inner: &Inner, cell: usize, at: &Location<'_>) {
+/// `call_soon` is about to queue a callback cell.
+pub(crate) fn call_soon(inner: &Inner, at: &Location<'_>) {
     if let Some(json) = inner.json() {
-        json.call_soon(inner.iteration(), cell, at);
+        json.call_soon(inner.iteration(), at);
     }
 }
 

@@ -35,7 +35,7 @@
 //! unfinished iteration's lines.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufWriter, Write};
 use std::os::fd::RawFd;
 use std::panic::Location;
@@ -76,8 +76,13 @@ struct State {
     iteration: u64,
     next_id: u64,
     next_task: u64,
-    /// Callback cell address -> (id, is a timer).
+    /// Callback cell address -> (id, is a timer), from `call_later` (or from the first
+    /// meeting of a `call_soon`'s cell) until it runs or is cancelled: cells are recycled, so
+    /// an address is forgotten when its use ends.
     cells: HashMap<usize, (u64, bool)>,
+    /// The ids of `call_soon`s whose cells step 6 has not met yet, oldest first: they are the
+    /// deque's callback entries whose address is not in `cells`, in the same order.
+    soon: VecDeque<u64>,
     /// Watcher address -> id.
     watchers: HashMap<usize, u64>,
     /// Threadsafe call box address -> id (while it is in the deque).
@@ -127,6 +132,7 @@ impl JsonTrace {
                 next_id: 1,
                 next_task: 1,
                 cells: HashMap::new(),
+                soon: VecDeque::new(),
                 watchers: HashMap::new(),
                 remotes: HashMap::new(),
                 deadlines: HashMap::new(),
@@ -339,10 +345,19 @@ impl JsonTrace {
         let mut running = None;
         self.line("run", |l, ids| {
             let e = ids.entry(entry);
-            if let Ready::Remote(r) = entry {
-                ids.s
-                    .remotes
-                    .remove(&(&**r as *const _ as *const () as usize));
+            match entry {
+                Ready::Remote(r) => {
+                    ids.s
+                        .remotes
+                        .remove(&(&**r as *const _ as *const () as usize));
+                }
+                // This use of the cell ends: its address may name another callback next.
+                Ready::Callback(cell) => {
+                    ids.s
+                        .cells
+                        .remove(&(Rc::as_ptr(cell) as *const () as usize));
+                }
+                _ => {}
             }
             if let Some(task) = e.task {
                 ids.s.steps.remove(&task);
@@ -404,10 +419,12 @@ impl JsonTrace {
 
     // -- scheduling ------------------------------------------------------------------------
 
-    pub(crate) fn call_soon(&self, i: u64, cell: usize, at: &Location<'_>) {
+    /// A `call_soon` (before its cell is queued: the id waits in `soon` until step 6 meets
+    /// the cell, in the same FIFO order).
+    pub(crate) fn call_soon(&self, i: u64, at: &Location<'_>) {
         self.line("call_soon", |l, ids| {
             let id = ids.fresh();
-            ids.s.cells.insert(cell, (id, false));
+            ids.s.soon.push_back(id);
             l.u64("i", i).u64("id", id).str("at", &location(at))
         });
     }
@@ -433,7 +450,7 @@ impl JsonTrace {
     pub(crate) fn cancel(&self, cell: usize) {
         self.line("cancel", |l, ids| {
             let i = ids.s.iteration;
-            let id = ids.s.cells.get(&cell).map_or(0, |&(id, _)| id);
+            let id = ids.s.cells.remove(&cell).map_or(0, |(id, _)| id);
             ids.s.deadlines.remove(&id);
             l.u64("i", i).u64("id", id)
         });
@@ -624,7 +641,9 @@ impl Ids<'_> {
                 let (id, timer) = match self.s.cells.get(&addr) {
                     Some(&known) => known,
                     None => {
-                        let id = self.fresh();
+                        // A `call_soon`'s cell, met for the first time (or one scheduled
+                        // before the trace began, when no id waits).
+                        let id = self.s.soon.pop_front().unwrap_or_else(|| self.fresh());
                         self.s.cells.insert(addr, (id, false));
                         (id, false)
                     }
