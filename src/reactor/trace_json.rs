@@ -200,7 +200,8 @@ impl JsonTrace {
         if s.failed {
             return;
         }
-        let t = self.t(&mut s);
+        // The header opens the trace: its time is the origin, 0.
+        let t = if kind == "header" { 0 } else { self.t(&mut s) };
         let s = &mut *s;
         let mut line = std::mem::take(&mut s.line);
         line.clear();
