@@ -7,12 +7,15 @@
 //! the environment, or, after [`Builder::ignore_env`], to the built-in default.
 
 use std::io;
+use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::Duration;
 
 use evloop_sys::Backend;
 
 use crate::reactor::clock::{Clock, VirtualClock};
 use crate::reactor::event_loop::EventLoop;
+use crate::reactor::trace_json::JsonTrace;
 
 /// Configures and creates an [`EventLoop`] (from [`EventLoop::builder`]).
 ///
@@ -39,6 +42,7 @@ pub struct Builder {
     backend: Option<Backend>,
     debug: Option<bool>,
     trace: Option<bool>,
+    trace_json: Option<PathBuf>,
     slow_callback: Option<Duration>,
     ignore_env: bool,
     virtual_clock: bool,
@@ -51,6 +55,7 @@ impl Default for Builder {
             backend: None,
             debug: None,
             trace: None,
+            trace_json: None,
             slow_callback: None,
             ignore_env: false,
             virtual_clock: false,
@@ -185,7 +190,34 @@ impl Builder {
         self
     }
 
-    /// Ignore `EVLOOP_BACKEND`, `EVLOOP_DEBUG` and `EVLOOP_TRACE`: what is not set here takes
+    /// Writes the structured trace (JSON lines, `docs/20-trace-format.md`) to the file at
+    /// `path`, created or truncated by [`build`](Builder::build); as
+    /// [`EventLoop::trace_json_to`], and as `EVLOOP_TRACE=json:PATH` does for any program.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = std::env::temp_dir().join(format!("evloop-doc-builder-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("loop.jsonl");
+    /// let event_loop = evloop::EventLoop::builder().trace_json(&path).build()?;
+    /// event_loop.run_nowait()?;
+    /// event_loop.close()?; // flushes the trace
+    /// let lines = std::fs::read_to_string(&path)?;
+    /// assert!(lines.lines().next().unwrap().contains(r#""v":1"#));
+    /// assert!(lines.lines().last().unwrap().contains(r#""ev":"end""#));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn trace_json(mut self, path: impl Into<PathBuf>) -> Builder {
+        self.trace_json = Some(path.into());
+        self
+    }
+
+    /// Ignore `EVLOOP_BACKEND`, `EVLOOP_DEBUG` and `EVLOOP_TRACE` (and with it
+    /// `EVLOOP_TRACE=json:PATH`): what is not set here takes
     /// the built-in default (the platform's best backend, debug and trace off).
     ///
     /// # Examples
@@ -233,15 +265,25 @@ impl Builder {
         };
         let event_loop = EventLoop::make(backend, clock)?;
         let inner = &event_loop.inner;
-        // `with_backend` read EVLOOP_DEBUG / EVLOOP_TRACE; what was said here wins, and
+        // `make` read EVLOOP_DEBUG, EVLOOP_TRACE is read here; what was said here wins, and
         // ignoring the environment means the defaults (off).
         let from_env = |value: bool| !self.ignore_env && value;
         inner
             .debug
             .set(self.debug.unwrap_or_else(|| from_env(inner.debug.get())));
-        inner
-            .trace
-            .set(self.trace.unwrap_or_else(|| from_env(inner.trace.get())));
+        if !self.ignore_env && self.trace_json.is_none() {
+            event_loop.trace_from_env()?;
+        }
+        if let Some(on) = self.trace {
+            event_loop.set_trace(on);
+        }
+        if let Some(path) = &self.trace_json {
+            let file = std::fs::File::create(path).map_err(|e| {
+                io::Error::new(e.kind(), format!("trace_json {}: {e}", path.display()))
+            })?;
+            let json = JsonTrace::new(inner, Box::new(file), None)?;
+            inner.set_json(Some(Rc::new(json)));
+        }
         if let Some(duration) = self.slow_callback {
             inner.slow_callback.set(duration);
         }

@@ -241,8 +241,9 @@ struct PoolViews {
 
 impl Cells {
     /// A cell holding `callback`, in `state`: a pooled one of its type if there is one, else a
-    /// new allocation.
-    #[inline]
+    /// new allocation. Always inlined: `call_soon` has a fast and a slow copy of its body (the
+    /// slow one for a closed or traced loop), and the fast one must keep this inline.
+    #[inline(always)]
     pub(crate) fn insert<F: FnOnce(&EventLoop) + 'static>(
         &self,
         callback: F,

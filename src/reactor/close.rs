@@ -12,6 +12,7 @@ use crate::reactor::diagnostics::{panic_message, Diagnostic, DiagnosticKind};
 use crate::reactor::event_loop::Inner;
 use crate::reactor::ready::Ready;
 use crate::reactor::runnable::Abandoned;
+use crate::reactor::trace;
 use crate::reactor::{EventLoop, ExceptionContext};
 
 impl EventLoop {
@@ -76,6 +77,7 @@ impl Inner {
         if self.closed.replace(true) {
             return Vec::new();
         }
+        self.update_trace_flag_closing();
         let mut panics = Vec::new();
         // In the child of a fork() the selector's and the waker's fds may not be ours (a kqueue
         // is not inherited: its number may name a file the child opened since): they are left
@@ -106,6 +108,9 @@ impl Inner {
                 Some(Abandoned::AlreadyDone) | None => {}
             }
             catching(&mut panics, move || drop(task));
+        }
+        if self.trace.get() {
+            trace::close(self, abandoned);
         }
         if abandoned > 0 && self.debug.get() {
             self.emit(Diagnostic::new(

@@ -43,6 +43,7 @@ use crate::reactor::remote::{Remote, RemoteItem, Shared};
 use crate::reactor::runnable::{Key, LoopId, RunnableRef, Runnables};
 use crate::reactor::timers::Timers;
 use crate::reactor::trace;
+use crate::reactor::trace_json::JsonTrace;
 use crate::reactor::ExceptionContext;
 
 /// The longest delay `call_later` (and `sleep`) keeps; longer ones are clamped to it (about
@@ -50,6 +51,11 @@ use crate::reactor::ExceptionContext;
 /// `Duration::MAX` would crash the caller (edge case 40). `call_at` takes any `Instant` as it
 /// is.
 pub const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// A bit of `Inner::slow_verbs`: the loop is closed.
+pub(crate) const SLOW_CLOSED: u8 = 1;
+/// A bit of `Inner::slow_verbs`: the loop writes the structured trace.
+pub(crate) const SLOW_TRACED: u8 = 2;
 
 /// The default for [`EventLoop::set_slow_callback_duration`], as asyncio's.
 pub const DEFAULT_SLOW_CALLBACK: Duration = Duration::from_millis(100);
@@ -116,7 +122,16 @@ pub(crate) struct Inner {
     pub(crate) stopping: Cell<bool>,
     pub(crate) closed: Cell<bool>,
     pub(crate) debug: Cell<bool>,
+    /// Trace mode in either form: the one flag the hot paths test (`narrate || json`).
     pub(crate) trace: Cell<bool>,
+    /// The one test of `call_soon`, `call_later`/`call_at` and `spawn`: nonzero when the loop
+    /// is closed ([`SLOW_CLOSED`]) or writes the structured trace ([`SLOW_TRACED`]); both
+    /// take the verbs' slow path, so neither costs the fast path a second test.
+    pub(crate) slow_verbs: Cell<u8>,
+    /// Trace mode's narration (`EVLOOP_TRACE=1`, `set_trace`).
+    pub(crate) narrate: Cell<bool>,
+    /// The structured trace (`EVLOOP_TRACE=json:PATH`, `trace_json_to`), if on.
+    pub(crate) json: RefCell<Option<Rc<JsonTrace>>>,
     pub(crate) slow_callback: Cell<Duration>,
     pub(crate) stats: StatsCells,
     /// While step 6 runs an I/O callback: how many tasks it has woken so far. Their steps go
@@ -226,7 +241,9 @@ impl EventLoop {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn with_backend(backend: Backend) -> io::Result<EventLoop> {
-        EventLoop::make(backend, Clock::Real)
+        let event_loop = EventLoop::make(backend, Clock::Real)?;
+        event_loop.trace_from_env()?;
+        Ok(event_loop)
     }
 
     /// A loop on `backend` with `clock` (the builder's way in).
@@ -255,7 +272,10 @@ impl EventLoop {
                 stopping: Cell::new(false),
                 closed: Cell::new(false),
                 debug: Cell::new(env_on("EVLOOP_DEBUG")),
-                trace: Cell::new(env_on("EVLOOP_TRACE")),
+                trace: Cell::new(false),
+                slow_verbs: Cell::new(0),
+                narrate: Cell::new(false),
+                json: RefCell::new(None),
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
                 stats: StatsCells::default(),
                 woken_by_io: Cell::new(None),
@@ -758,7 +778,105 @@ impl EventLoop {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn set_trace(&self, on: bool) {
-        self.inner.trace.set(on);
+        self.inner.narrate.set(on);
+        self.inner.update_trace_flag();
+    }
+
+    /// Whether trace mode's narration is on ([`set_trace`](EventLoop::set_trace)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::builder().trace(true).build()?;
+    /// assert!(event_loop.trace());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn trace(&self) -> bool {
+        self.inner.narrate.get()
+    }
+
+    /// Starts the structured trace into `out`: one JSON object per line, for each step of
+    /// each iteration, each callback or task step run, each `call_soon`, `call_later`,
+    /// cancel, `add_reader`, `remove_reader`, and each task's spawn, park, wake-up and end
+    /// (the format, version 1, is `docs/20-trace-format.md`; `docs/viewer/index.html`
+    /// replays it). `EVLOOP_TRACE=json:PATH` does the same for any program, into a file.
+    ///
+    /// The lines are buffered and flushed at the end of each iteration, when the loop is
+    /// closed or dropped, and by [`end_trace_json`](EventLoop::end_trace_json); a trace
+    /// already running is ended first. Independent of the narration
+    /// ([`set_trace`](EventLoop::set_trace)). Times are microseconds since this call, on the
+    /// loop's clock. A write error ends the trace silently (the program goes on).
+    ///
+    /// # Errors
+    /// If the header line cannot be written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = std::env::temp_dir().join(format!("evloop-doc-trace-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("trace.jsonl");
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.trace_json_to(std::fs::File::create(&path)?)?;
+    /// event_loop.call_soon(|lp| lp.stop());
+    /// event_loop.run_forever()?;
+    /// event_loop.end_trace_json();
+    /// let text = std::fs::read_to_string(&path)?;
+    /// assert!(text.starts_with(r#"{"ev":"header","t":0,"v":1,"#));
+    /// assert!(text.contains(r#""ev":"call_soon""#) && text.contains(r#""ev":"run""#));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn trace_json_to(&self, out: impl std::io::Write + 'static) -> io::Result<()> {
+        self.end_trace_json();
+        let json = JsonTrace::new(&self.inner, Box::new(out), None)?;
+        self.inner.set_json(Some(Rc::new(json)));
+        Ok(())
+    }
+
+    /// Ends the structured trace, if one is running: writes its last line and flushes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::new()?;
+    /// event_loop.end_trace_json(); // none running: nothing happens
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn end_trace_json(&self) {
+        if let Some(json) = self.inner.json() {
+            json.end("end_trace_json");
+            self.inner.set_json(None);
+        }
+    }
+
+    /// `EVLOOP_TRACE`: `1` (any value but `0` and `json:...`) narrates; `json:PATH` writes the
+    /// structured trace to PATH (a second loop of the same process writes `PATH.2`, and so
+    /// on), for `EVLOOP_TRACE_ITERATIONS` iterations if set.
+    pub(crate) fn trace_from_env(&self) -> io::Result<()> {
+        let value = std::env::var("EVLOOP_TRACE").unwrap_or_default();
+        if let Some(path) = value.strip_prefix("json:") {
+            let limit = std::env::var("EVLOOP_TRACE_ITERATIONS")
+                .ok()
+                .and_then(|n| n.parse().ok());
+            static OPENED: AtomicU64 = AtomicU64::new(0);
+            let n = OPENED.fetch_add(1, Ordering::Relaxed);
+            let path = if n == 0 {
+                path.to_string()
+            } else {
+                format!("{path}.{}", n + 1)
+            };
+            let file = std::fs::File::create(&path)
+                .map_err(|e| io::Error::new(e.kind(), format!("EVLOOP_TRACE=json:{path}: {e}")))?;
+            let json = JsonTrace::new(&self.inner, Box::new(file), limit)?;
+            self.inner.set_json(Some(Rc::new(json)));
+        } else {
+            self.inner.narrate.set(!value.is_empty() && value != "0");
+            self.inner.update_trace_flag();
+        }
+        Ok(())
     }
 
     /// Counters since the loop was created.
@@ -827,7 +945,7 @@ pub(crate) fn forked_error(what: &str, creator: u32, child: u32) -> io::Error {
 
 #[cold]
 #[track_caller]
-fn closed_panic(what: &str) -> ! {
+pub(crate) fn closed_panic(what: &str) -> ! {
     panic!("EventLoop::{what}: the event loop is closed; nothing scheduled on it could run")
 }
 
@@ -901,12 +1019,11 @@ impl Inner {
         };
         let queued = runnable.try_queue();
         if self.trace.get() {
-            self.emit(trace::woken(
-                self.iteration(),
-                &runnable.label(),
-                from_thread,
-                queued,
-            ));
+            let pos = queued
+                .then(|| self.woken_by_io.get())
+                .flatten()
+                .map(|k| k.min(self.ready.borrow().len()));
+            trace::woken(self, key, || runnable.label(), from_thread, queued, pos);
         }
         if queued {
             let mut ready = self.ready.borrow_mut();
@@ -926,6 +1043,36 @@ impl Inner {
                 None => ready.push_back(Ready::Step(runnable)),
             }
         }
+    }
+
+    /// The structured trace, if one is running.
+    pub(crate) fn json(&self) -> Option<Rc<JsonTrace>> {
+        self.json.try_borrow().ok()?.clone()
+    }
+
+    /// Starts or ends (`None`) the structured trace; the trace flag follows.
+    pub(crate) fn set_json(&self, json: Option<Rc<JsonTrace>>) {
+        let old = std::mem::replace(&mut *self.json.borrow_mut(), json);
+        drop(old); // flushes it, outside the borrow
+        self.update_trace_flag();
+    }
+
+    /// The loop is closing: the verbs take their slow path (which panics).
+    pub(crate) fn update_trace_flag_closing(&self) {
+        self.slow_verbs.set(self.slow_verbs.get() | SLOW_CLOSED);
+    }
+
+    /// Sets the one trace flag from the two forms, and tells the timer handles (a
+    /// `TimerHandle` has no reference to the loop: its `cancel` reads the heap's copy).
+    pub(crate) fn update_trace_flag(&self) {
+        let json = self.json();
+        self.trace.set(self.narrate.get() || json.is_some());
+        let closed = if self.closed.get() { SLOW_CLOSED } else { 0 };
+        let traced = if json.is_some() { SLOW_TRACED } else { 0 };
+        self.slow_verbs.set(closed | traced);
+        let timers = self.timers.borrow();
+        timers.slots.tracing.set(json.is_some());
+        *timers.slots.trace.borrow_mut() = json;
     }
 
     pub(crate) fn trace_on(&self) -> bool {

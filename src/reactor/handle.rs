@@ -14,6 +14,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::reactor::cells::{Callback, State};
+use crate::reactor::trace_json::JsonTrace;
 
 /// What the timer heap shares with every [`TimerHandle`]: the table of its slots (the heap's
 /// entries name a slot; the slot holds the cell), so `cancel()` can mark the heap's entry
@@ -24,6 +25,11 @@ pub(crate) struct TimerSlots {
     pub(crate) table: RefCell<SlotTable>,
     /// Timers cancelled before they fired, ever.
     pub(crate) cancelled_total: Cell<u64>,
+    /// Whether the loop writes the structured trace (`trace_json.rs`): the flag `cancel`
+    /// tests, since a handle has no reference to its loop.
+    pub(crate) tracing: Cell<bool>,
+    /// The structured trace, while `tracing`.
+    pub(crate) trace: RefCell<Option<Rc<JsonTrace>>>,
 }
 
 /// The slots of the timer heap; see [`TimerSlots`].
@@ -45,6 +51,15 @@ pub(crate) struct TimerSlot {
 }
 
 impl TimerSlots {
+    /// Tells the structured trace that `cell` was cancelled.
+    #[cold]
+    fn trace_cancel(&self, cell: &Rc<dyn Callback>) {
+        let json = self.trace.borrow().clone();
+        if let Some(json) = json {
+            json.cancel(Rc::as_ptr(cell) as *const () as usize);
+        }
+    }
+
     /// Marks `slot` cancelled if it still holds `cell` (it may have fired already).
     fn mark_cancelled(&self, slot: u32, cell: &Rc<dyn Callback>) {
         let mut table = self.table.borrow_mut();
@@ -214,6 +229,9 @@ impl TimerHandle {
             slots.cancelled_total.set(slots.cancelled_total.get() + 1);
             if was == State::Scheduled {
                 slots.mark_cancelled(self.slot, &self.cell);
+            }
+            if slots.tracing.get() {
+                slots.trace_cancel(&self.cell);
             }
         }
     }

@@ -75,10 +75,14 @@ impl EventLoop {
         let inner = &*self.inner;
         let iteration = inner.stats.iterations.get() + 1;
         inner.stats.iterations.set(iteration);
-        Pass {
+        let pass = Pass {
             iteration,
             trace: inner.trace.get(),
+        };
+        if pass.trace {
+            trace::begin(inner, iteration);
         }
+        pass
     }
 
     /// Step 1: apply the interest changes batched since the last flush.
@@ -86,13 +90,17 @@ impl EventLoop {
     fn flush_interest(&self, registry: &mut Registry, pass: Pass) {
         let inner = &*self.inner;
         if !registry.has_changes() {
+            if pass.trace {
+                trace::flush(inner, pass.iteration, 0, usize::MAX);
+            }
             return; // the steady state: nothing to tell the kernel
         }
-        let changes = registry.flush(&mut inner.ready.borrow_mut());
+        let mut ready = inner.ready.borrow_mut();
+        let before = ready.len();
+        let changes = registry.flush(&mut ready);
+        drop(ready);
         if pass.trace {
-            if let Some(d) = trace::flush(pass.iteration, changes) {
-                inner.emit(d);
-            }
+            trace::flush(inner, pass.iteration, changes, before);
         }
     }
 
@@ -120,7 +128,7 @@ impl EventLoop {
             }
         };
         if pass.trace {
-            inner.emit(trace::timeout(pass.iteration, timeout, why));
+            trace::timeout(inner, pass.iteration, timeout, why);
         }
         timeout
     }
@@ -187,12 +195,7 @@ impl EventLoop {
             registry.skip_select();
             let posted = inner.remote.lock().pending;
             if pass.trace {
-                inner.emit(trace::wait(
-                    pass.iteration,
-                    inner.backend,
-                    &[],
-                    Duration::ZERO,
-                ));
+                trace::wait(inner, pass.iteration, &[], -1, Duration::ZERO, true);
             }
             return Ok(posted);
         }
@@ -210,7 +213,8 @@ impl EventLoop {
         if pass.trace {
             let events: Vec<_> = registry.events().iter().copied().collect();
             let blocked = Duration::from_nanos(blocked);
-            inner.emit(trace::wait(pass.iteration, inner.backend, &events, blocked));
+            let waker = registry.waker_fd();
+            trace::wait(inner, pass.iteration, &events, waker, blocked, false);
         }
         Ok(false)
     }
@@ -220,11 +224,17 @@ impl EventLoop {
     #[inline]
     fn dispatch_io(&self, registry: &mut Registry, pass: Pass, posted: bool) {
         let inner = &*self.inner;
-        let dispatched = registry.dispatch(&mut inner.ready.borrow_mut());
+        let mut ready = inner.ready.borrow_mut();
+        let before = ready.len();
+        let dispatched = registry.dispatch(&mut ready);
+        drop(ready);
         bump(&inner.stats.events, dispatched.events as u64);
-        let moved = (dispatched.woken || posted).then(|| self.take_remote());
         if pass.trace {
-            inner.emit(trace::dispatch(pass.iteration, dispatched.queued, moved));
+            trace::dispatch_io(inner, pass.iteration, before);
+        }
+        let moved = (dispatched.woken || posted).then(|| self.take_remote(pass));
+        if pass.trace {
+            trace::dispatch(inner, pass.iteration, dispatched.queued, moved);
         }
     }
 
@@ -233,23 +243,27 @@ impl EventLoop {
     #[inline]
     fn expire_timers(&self, pass: Pass) {
         let inner = &*self.inner;
-        let fired = {
+        let (fired, before) = {
             let mut timers = inner.timers.borrow_mut();
             if timers.is_empty() {
+                drop(timers);
+                if pass.trace {
+                    trace::timers(inner, pass.iteration, 0, usize::MAX);
+                }
                 return;
             }
             // Read after the wait and the dispatch: never earlier than any clock reading the
             // callbacks of this pass could have made before.
             let now = inner.clock.now();
-            let fired = timers.expire(now, &mut inner.ready.borrow_mut());
+            let mut ready = inner.ready.borrow_mut();
+            let before = ready.len();
+            let fired = timers.expire(now, &mut ready);
             timers.tidy();
-            fired
+            (fired, before)
         };
         bump(&inner.stats.timers_fired, fired as u64);
         if pass.trace {
-            if let Some(d) = trace::timers(pass.iteration, fired) {
-                inner.emit(d);
-            }
+            trace::timers(inner, pass.iteration, fired, before);
         }
     }
 
@@ -262,6 +276,8 @@ impl EventLoop {
         let inner = &*self.inner;
         let mut left = inner.ready.borrow().len();
         let debug = inner.debug.get();
+        // Debug mode's stopwatch and the trace take the slow path; one test per entry.
+        let watched = debug || pass.trace;
         // Counted in registers, added to the statistics when the step ends, or when a
         // callback's panic unwinds through it (so the counters stay exact either way).
         let mut tally = Tally {
@@ -275,8 +291,8 @@ impl EventLoop {
             };
             left -= 1;
             let io = matches!(entry, Ready::Io(_)).then(|| WokenByIo::start(inner));
-            let ok = if debug {
-                self.run_timed(entry)
+            let ok = if watched {
+                self.run_watched(entry)
             } else {
                 // Calls user code; no borrow is held.
                 entry.run(self)
@@ -291,8 +307,33 @@ impl EventLoop {
             }
         }
         if pass.trace {
-            inner.emit(trace::ran(pass.iteration, tally.ran, tally.skipped));
+            trace::ran(inner, pass.iteration, tally.ran, tally.skipped);
         }
+    }
+
+    /// Runs one entry in debug mode, trace mode, or both: the trace says when it leaves the
+    /// deque and when it returns. Reads the modes itself, so that the loop of step 6 keeps
+    /// nothing but its one flag live for it.
+    #[cold]
+    #[inline(never)]
+    fn run_watched(&self, entry: Ready) -> bool {
+        let inner = &*self.inner;
+        let (debug, iteration) = (inner.debug.get(), inner.iteration());
+        let traced = if inner.trace.get() {
+            trace::run_start(inner, iteration, &entry)
+        } else {
+            None
+        };
+        let ran = if debug {
+            self.run_timed(entry)
+        } else {
+            // Calls user code; no borrow is held.
+            entry.run(self)
+        };
+        if let Some(running) = traced {
+            trace::run_end(inner, iteration, running);
+        }
+        ran
     }
 
     /// Runs one entry under debug mode's stopwatch.
@@ -329,7 +370,7 @@ impl EventLoop {
 
     /// Moves the cross-thread queue onto the ready deque (step 4, when the waker fired);
     /// returns how many items it moved.
-    fn take_remote(&self) -> usize {
+    fn take_remote(&self, pass: Pass) -> usize {
         let inner = &*self.inner;
         let mut buffer = inner.remote_buffer.borrow_mut();
         {
@@ -345,7 +386,12 @@ impl EventLoop {
         let n = buffer.len();
         for item in buffer.drain(..) {
             match item {
-                RemoteItem::Call(call) => inner.ready.borrow_mut().push_back(Ready::Remote(call)),
+                RemoteItem::Call(call) => {
+                    inner.ready.borrow_mut().push_back(Ready::Remote(call));
+                    if pass.trace {
+                        trace::threadsafe(inner, pass.iteration);
+                    }
+                }
                 RemoteItem::Wake(key) => inner.wake(key, true),
             }
         }

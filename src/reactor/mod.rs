@@ -17,7 +17,8 @@
 //!  runnable.rs     what a task is to the reactor: a keyed, wakeable entry in a slab
 //!  cells.rs        the callback cells: one slab per closure type, counted references
 //!  handle.rs       Handle, TimerHandle: references to a cell
-//!  diagnostics.rs  the sink every report goes through; trace.rs: trace mode's narration
+//!  diagnostics.rs  the sink every report goes through; trace.rs: trace mode, narrated
+//!  trace_json.rs   ... or as JSON lines (EVLOOP_TRACE=json:PATH); json.rs: their writer
 //!  weak.rs         WeakEventLoop
 //! ```
 //!
@@ -33,6 +34,7 @@ pub mod diagnostics;
 mod event_loop;
 mod handle;
 mod iteration;
+mod json;
 mod ready;
 mod registry;
 mod remote;
@@ -40,6 +42,7 @@ mod runnable;
 mod scheduling;
 mod timers;
 pub(crate) mod trace;
+mod trace_json;
 mod weak;
 
 pub use builder::Builder;

@@ -304,6 +304,11 @@ impl Registry {
         self.selector.select(&mut self.events, timeout)
     }
 
+    /// The fd the selector's events name for the loop's waker (trace mode tells it apart).
+    pub(crate) fn waker_fd(&self) -> RawFd {
+        self.waker_fd
+    }
+
     /// The events of the last wait (trace mode prints them).
     pub(crate) fn events(&self) -> &Events {
         &self.events

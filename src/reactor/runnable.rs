@@ -97,6 +97,8 @@ pub(crate) trait Runnable {
     /// The generation of the slab slot it occupies: the one in the [`Key`] that
     /// [`Runnables::insert`] returned for it, which the runnable keeps.
     fn generation(&self) -> u32;
+    /// The slab slot it occupies (index and generation): how the structured trace names it.
+    fn slot(&self) -> Slot;
     /// `name@location`, how traces and reports name it.
     fn label(&self) -> String {
         format!(
@@ -254,6 +256,9 @@ mod tests {
         }
         fn generation(&self) -> u32 {
             self.generation.get()
+        }
+        fn slot(&self) -> Slot {
+            Slot::default()
         }
     }
 

@@ -17,11 +17,17 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::reactor::cells::State;
-use crate::reactor::event_loop::{closed_error, forked_error, MAX_DELAY};
+use crate::reactor::event_loop::{closed_error, closed_panic, forked_error, MAX_DELAY};
 use crate::reactor::handle::{Handle, TimerHandle};
 use crate::reactor::ready::{IoWatcher, Ready};
 use crate::reactor::registry::Side;
+use crate::reactor::trace;
 use crate::reactor::EventLoop;
+
+/// A callback cell's address: how the structured trace recognises it (`trace_json.rs`).
+fn cell_address(cell: &Rc<dyn crate::reactor::cells::Callback>) -> usize {
+    Rc::as_ptr(cell) as *const () as usize
+}
 
 impl EventLoop {
     /// Schedules `callback` to run once, on a later pass of the loop, in FIFO order with
@@ -52,7 +58,10 @@ impl EventLoop {
     /// ```
     #[track_caller]
     pub fn call_soon(&self, callback: impl FnOnce(&EventLoop) + 'static) -> Handle {
-        self.assert_open("call_soon");
+        // One test for two unusual states: closed (panic) or traced.
+        if self.inner.slow_verbs.get() != 0 {
+            self.call_soon_unusual(Location::caller());
+        }
         let cell = self
             .inner
             .cells
@@ -62,6 +71,18 @@ impl EventLoop {
             .borrow_mut()
             .push_back(Ready::Callback(cell.clone()));
         Handle { cell }
+    }
+
+    /// `call_soon` on a closed loop (panics) or a traced one (the trace numbers the callback
+    /// now; it knows the cell when step 6 reaches it, in the same FIFO order).
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn call_soon_unusual(&self, location: &'static Location<'static>) {
+        if self.inner.closed.get() {
+            closed_panic("call_soon");
+        }
+        trace::call_soon(&self.inner, location);
     }
 
     /// Schedules `callback` to run once, `delay` from now ([`time`](EventLoop::time)).
@@ -135,7 +156,17 @@ impl EventLoop {
         callback: impl FnOnce(&EventLoop) + 'static,
         location: &'static Location<'static>,
     ) -> TimerHandle {
-        self.assert_open("call_later/call_at");
+        if self.inner.slow_verbs.get() != 0 {
+            if self.inner.closed.get() {
+                closed_panic("call_later/call_at");
+            }
+            let cell = self
+                .inner
+                .cells
+                .insert(callback, State::Scheduled, location);
+            trace::call_later(&self.inner, cell_address(&cell), when, location);
+            return self.inner.timers.borrow_mut().push(when, cell);
+        }
         let cell = self
             .inner
             .cells
@@ -298,8 +329,11 @@ impl EventLoop {
                     closed_error(what)
                 });
             };
-            registry.set(fd, side, Some(watcher))?
+            registry.set(fd, side, Some(watcher.clone()))?
         };
+        if self.inner.trace.get() {
+            self.trace_watchers(replaced.as_ref(), Some(&watcher));
+        }
         if let Some(old) = replaced {
             old.cancelled.set(true);
         }
@@ -317,10 +351,30 @@ impl EventLoop {
         };
         match removed {
             Some(old) => {
+                if self.inner.trace.get() {
+                    self.trace_watchers(Some(&old), None);
+                }
                 old.cancelled.set(true);
                 true
             }
             None => false,
+        }
+    }
+
+    /// Trace mode: a watcher removed (or replaced), a watcher added.
+    #[cold]
+    fn trace_watchers(&self, removed: Option<&Rc<IoWatcher>>, added: Option<&Rc<IoWatcher>>) {
+        if let Some(w) = removed {
+            trace::remove_watcher(&self.inner, Rc::as_ptr(w) as usize, w.fd, w.writer);
+        }
+        if let Some(w) = added {
+            trace::add_watcher(
+                &self.inner,
+                Rc::as_ptr(w) as usize,
+                w.fd,
+                w.writer,
+                w.location,
+            );
         }
     }
 

@@ -271,14 +271,7 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
             return;
         };
         h.steps.set(h.steps.get() + 1);
-        if event_loop.inner.trace_on() {
-            event_loop.inner.emit(trace::task_step(
-                event_loop.iteration(),
-                &self.label(),
-                h.steps.get(),
-                polled_outcome(&polled),
-            ));
-        }
+        let traced = event_loop.inner.trace_on().then(|| polled_outcome(&polled));
         match polled {
             Ok(Poll::Ready(value)) => finish(&self, event_loop, Ok(value)),
             Ok(Poll::Pending) => match h.phase.get() {
@@ -292,6 +285,25 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
                 let msg = panic_message(&*payload);
                 finish(&self, event_loop, Err(TaskError::Panicked(msg)));
             }
+        }
+        if let Some(outcome) = traced {
+            if let Phase::Done { cancelled } = h.phase.get() {
+                trace::done(
+                    &event_loop.inner,
+                    h.slot.get(),
+                    done_outcome(outcome, cancelled),
+                );
+            }
+            let parked = h.phase.get() == Phase::Waiting;
+            let label = self.label();
+            trace::task_step(
+                &event_loop.inner,
+                h.slot.get(),
+                &label,
+                h.steps.get(),
+                outcome,
+                parked,
+            );
         }
         h.release_waker(waker);
     }
@@ -348,6 +360,19 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
     #[inline]
     fn generation(&self) -> u32 {
         self.slot.get().generation
+    }
+
+    fn slot(&self) -> Slot {
+        self.slot.get()
+    }
+}
+
+/// How the structured trace words the end of a task.
+fn done_outcome(step: &str, cancelled: bool) -> &'static str {
+    match (step, cancelled) {
+        ("panicked", _) => "panicked",
+        (_, true) => "cancelled",
+        _ => "ok",
     }
 }
 
@@ -412,7 +437,12 @@ impl<F: Future + 'static> JoinCell<F::Output> for TaskCell<F> {
         }
         match owner {
             // Drop the future now: prompt release of its timers and I/O interest.
-            Some(inner) => finish(self, &EventLoop { inner }, Err(TaskError::Cancelled)),
+            Some(inner) => {
+                if inner.trace_on() {
+                    trace::done(&inner, h.slot.get(), "cancelled");
+                }
+                finish(self, &EventLoop { inner }, Err(TaskError::Cancelled))
+            }
             None => {
                 if let Abandoned::DestructorPanicked(msg) = self.abandon() {
                     // No loop to report to; the caller of `cancel` holds the task, so its
@@ -543,7 +573,13 @@ impl<T> Task<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn set_name(&self, name: impl Into<String>) {
-        self.cell.header().name.set(Some(Box::new(name.into())));
+        let name = name.into();
+        if let Some(inner) = self.event_loop.upgrade() {
+            if inner.trace_on() {
+                trace::named(&inner, self.cell.header().slot.get(), &name);
+            }
+        }
+        self.cell.header().name.set(Some(Box::new(name)));
     }
 
     /// The task's name, if it has one.
@@ -614,7 +650,43 @@ impl<T> fmt::Debug for Task<T> {
 
 /// Creates the cell (the task's one allocation), puts it in the loop's slab, queues its first
 /// step. No waker yet: the first step borrows one (`waker.rs`).
+#[track_caller]
 pub(crate) fn spawn_on<F>(
+    event_loop: &EventLoop,
+    future: F,
+    location: &'static Location<'static>,
+) -> Task<F::Output>
+where
+    F: Future + 'static,
+{
+    let inner = &event_loop.inner;
+    // One test for two unusual states: closed (panic) or traced.
+    if inner.slow_verbs.get() != 0 {
+        return spawn_slow(event_loop, future, location);
+    }
+    spawn_cell(event_loop, future, location)
+}
+
+/// `spawn` on a closed loop (panics) or a traced one.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn spawn_slow<F>(
+    event_loop: &EventLoop,
+    future: F,
+    location: &'static Location<'static>,
+) -> Task<F::Output>
+where
+    F: Future + 'static,
+{
+    event_loop.assert_open_for("spawn");
+    let task = spawn_cell(event_loop, future, location);
+    trace::spawn(&event_loop.inner, task.cell.header().slot.get(), location);
+    task
+}
+
+#[inline(always)]
+fn spawn_cell<F>(
     event_loop: &EventLoop,
     future: F,
     location: &'static Location<'static>,

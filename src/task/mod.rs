@@ -50,6 +50,5 @@ pub use time::{
 #[doc(alias = "create_task")]
 pub fn spawn<F: Future + 'static>(future: F) -> Task<F::Output> {
     let event_loop = crate::reactor::current();
-    event_loop.assert_open_for("spawn");
     self::core::spawn_on(&event_loop, future, Location::caller())
 }

@@ -15,6 +15,7 @@ use std::time::Instant;
 use super::core::{spawn_on, Task};
 use super::waker::MainWaker;
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::reactor::trace;
 use crate::reactor::EventLoop;
 
 impl EventLoop {
@@ -57,11 +58,16 @@ impl EventLoop {
         let mut future = std::pin::pin!(future);
         loop {
             if main.take() {
-                let start = self.debug().then(Instant::now);
+                let start = (self.debug() || self.inner.trace_on()).then(Instant::now);
                 // Calls user code.
                 let polled = future.as_mut().poll(&mut cx);
                 if let Some(start) = start {
-                    self.report_slow_main_step(start);
+                    if self.inner.trace_on() {
+                        trace::main_step(&self.inner, polled.is_ready(), start.elapsed());
+                    }
+                    if self.debug() {
+                        self.report_slow_main_step(start);
+                    }
                 }
                 if let Poll::Ready(value) = polled {
                     return Ok(value);
@@ -140,7 +146,6 @@ impl EventLoop {
     #[track_caller]
     #[doc(alias = "create_task")]
     pub fn spawn<F: Future + 'static>(&self, future: F) -> Task<F::Output> {
-        self.assert_open_for("spawn");
         spawn_on(self, future, Location::caller())
     }
 }

@@ -12,6 +12,7 @@ pub use evloop::{Backend, EventLoop};
 pub mod browser;
 pub mod docs_util;
 pub mod fuzz_model;
+pub mod json;
 pub mod net;
 pub use net::{
     any_port, connected_pair, pattern, ping_pong_client, serve_steady_echo, EchoApi, ECHO_MESSAGE,
