@@ -29,6 +29,7 @@
 //!               runnable.rs    what tasks are to the reactor: keyed, wakeable │
 //!               handle.rs      Handle, TimerHandle                            │
 //!               diagnostics.rs trace.rs   the diagnostics sink, the narration │
+//!               trace_json.rs json.rs     the structured trace (JSON lines)   │
 //!  #![forbid(unsafe_code)] ................................. no unsafe above ─┘
 //!  =============================================================================
 //!  evloop-sys   Selector trait: epoll, kqueue, poll, select (growable, strict);
