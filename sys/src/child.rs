@@ -311,7 +311,19 @@ mod tests {
     fn exit_fd_polls_readable_when_the_child_exits_and_try_wait_reaps_it() {
         // A child that lives until it is signalled (a `read` from /dev/null would end at once).
         let pid = sh("exec sleep 30");
-        let fd = exit_fd(pid).unwrap(); // Linux 5.3+ on the machines that run the tests
+        let fd = match exit_fd(pid) {
+            Ok(fd) => fd,
+            // A kernel older than 5.3, or a syscall emulator that does not know pidfd_open
+            // (valgrind 3.19, under which `.ci/memcheck` runs this test): `Exit::start` falls
+            // back to SIGCHLD there, and this test has nothing to check.
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                eprintln!("pidfd_open is not implemented here (ENOSYS): nothing to check");
+                kill(pid, libc::SIGKILL).unwrap();
+                wait_blocking(pid).unwrap();
+                return;
+            }
+            Err(e) => panic!("pidfd_open: {e}"),
+        };
         assert_eq!(fd.kind(), ExitFdKind::Pidfd);
         assert!(crate::fd::is_cloexec(&fd).unwrap());
         assert_eq!(try_wait(pid).unwrap(), None);
