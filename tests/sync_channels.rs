@@ -81,7 +81,7 @@ fn signal_for(backend: Backend) -> i32 {
         Backend::Select => SIGUSR2,
         Backend::SelectStrict => SIGWINCH,
         Backend::IoUring => SIGALRM, // beside epoll on Linux: a signal of its own
-        _ => SIGHUP, // epoll or kqueue: only one of them exists on a system
+        _ => SIGHUP,                 // epoll or kqueue: only one of them exists on a system
     }
 }
 

@@ -525,6 +525,7 @@ impl Ring {
     /// As `io_uring_enter` returns them: the caller decides about `EINTR`, `ETIME`, `EBUSY`.
     pub(crate) fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<u32> {
         let wait = timeout != Some(Duration::ZERO);
+        #[allow(clippy::unnecessary_cast)] // `time_t` and `c_long` are i32 on 32-bit targets
         let ts = to_timespec(timeout).map(|t| KernelTimespec {
             tv_sec: t.tv_sec as i64,
             tv_nsec: t.tv_nsec as i64,
