@@ -448,10 +448,10 @@ pub(crate) fn setup_table(s: &Sweep, rows: &[Row], m: &Machine) -> Table {
     t
 }
 
-/// Interest changes that cost a syscall on backend `b`.
+/// Interest changes that cost a syscall on backend `b` (io_uring's ride with its next wait).
 fn syscall_changes(b: Backend, changes: u64) -> u64 {
     match b {
-        Backend::Poll | Backend::Select | Backend::SelectStrict => 0,
+        Backend::Poll | Backend::Select | Backend::SelectStrict | Backend::IoUring => 0,
         _ => changes,
     }
 }

@@ -182,10 +182,11 @@ pub(crate) struct Counts {
 
 impl Counts {
     /// The syscalls that go to the kernel per chained write: waits, reads, writes, and the
-    /// interest changes when the backend makes them with a syscall (epoll, kqueue).
+    /// interest changes when the backend makes them with a syscall (epoll, kqueue; io_uring
+    /// queues them on its ring, to go with the next wait).
     pub(crate) fn syscalls(&self, backend: Backend) -> u64 {
         let changes = match backend {
-            Backend::Poll | Backend::Select | Backend::SelectStrict => 0,
+            Backend::Poll | Backend::Select | Backend::SelectStrict | Backend::IoUring => 0,
             _ => self.changes,
         };
         self.waits + self.reads + self.writes + changes
@@ -477,6 +478,7 @@ pub(crate) fn floor_kind(backend: Backend) -> Option<FloorKind> {
         Backend::Epoll => Some(FloorKind::Epoll),
         Backend::Poll => Some(FloorKind::Poll),
         Backend::Select | Backend::SelectStrict => Some(FloorKind::Select),
+        Backend::IoUring => Some(FloorKind::IoUring),
         _ => None,
     }
 }

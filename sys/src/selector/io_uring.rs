@@ -552,6 +552,14 @@ impl Ring {
         io_uring_enter(self.fd(), self.queued(), 0, 0, None)
     }
 
+    /// How many completions are in the ring now.
+    pub(crate) fn ready(&self) -> u32 {
+        let head = self.counter(self.cq_head).load(Ordering::Relaxed);
+        self.counter(self.cq_tail)
+            .load(Ordering::Acquire)
+            .wrapping_sub(head)
+    }
+
     /// The oldest unread completion, without consuming it.
     pub(crate) fn peek(&self) -> Option<Cqe> {
         let head = self.counter(self.cq_head).load(Ordering::Relaxed);
