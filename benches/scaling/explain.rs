@@ -463,7 +463,9 @@ fn kernel_side(r: &Row, m: &Machine) -> (String, String) {
             w.to_string(),
             num(w as f64 * m.epoll_watch_bytes.0 / r.n as f64, 0),
         ),
-        None if r.backend == Backend::Epoll => ("-".into(), "-".into()),
+        None if matches!(r.backend, Backend::Epoll | Backend::IoUring) => {
+            ("-".into(), "-".into())
+        }
         None => ("0".into(), "0 kept".into()),
     }
 }
@@ -504,6 +506,11 @@ pub(crate) fn setup_summary(s: &Sweep, rows: &[Row], m: &Machine) -> Vec<String>
                 "; the kernel holds {w} watches, about {:.0} bytes per fd, and each registration was an epoll_ctl",
                 w as f64 * m.epoll_watch_bytes.0 / hi.n as f64
             )),
+            None if b == Backend::IoUring => line.push_str(
+                "; the kernel holds one armed poll request per fd (not counted: the ring's \
+                 fdinfo does not list them), and the registrations were SQEs, submitted with \
+                 the setup's one pass",
+            ),
             None if b != Backend::Epoll => {
                 line.push_str("; nothing kept in the kernel, and no syscall per registration")
             }

@@ -369,7 +369,10 @@ pub(crate) fn run_evloop(fds: &Fds, backend: Backend, c: &Cell_, t: &mut Timing)
         // One `Rc` clone per reader is counted in the loop's share: it is what a closure
         // capturing shared state costs, as a real program's readers do.
         t.setup_bytes = Some(bytes_in_use() - bytes0);
-        t.kernel_watches = lp.backend_fd().and_then(epoll_watches);
+        // An io_uring fd lists no watches (its armed requests are not in its fdinfo).
+        if lp.backend() != Backend::IoUring {
+            t.kernel_watches = lp.backend_fd().and_then(epoll_watches);
+        }
         t.setup_changes = Some(lp.stats().interest_changes);
     }
     let pass = |lp: &EventLoop| {
