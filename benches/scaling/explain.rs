@@ -338,7 +338,8 @@ pub(crate) fn crossover_summary(s: &Sweep, rows: &[Row]) -> Vec<String> {
     let mut out = Vec::new();
     let epoll = |a: usize| cell(rows, Backend::Epoll, s.cross_n, a, block);
     for &b in &s.backends {
-        if b == Backend::Epoll || b == Backend::Kqueue {
+        // O(ready) backends have no scan for A to amortise.
+        if matches!(b, Backend::Epoll | Backend::Kqueue | Backend::IoUring) {
             continue;
         }
         let measured: Vec<(usize, f64)> = s
@@ -463,9 +464,7 @@ fn kernel_side(r: &Row, m: &Machine) -> (String, String) {
             w.to_string(),
             num(w as f64 * m.epoll_watch_bytes.0 / r.n as f64, 0),
         ),
-        None if matches!(r.backend, Backend::Epoll | Backend::IoUring) => {
-            ("-".into(), "-".into())
-        }
+        None if matches!(r.backend, Backend::Epoll | Backend::IoUring) => ("-".into(), "-".into()),
         None => ("0".into(), "0 kept".into()),
     }
 }

@@ -32,8 +32,14 @@
 //! - `unregister`: `POLL_REMOVE` by user data; the record is forgotten at once, so a
 //!   completion of the removed request (it may already sit in the completion ring) carries a
 //!   generation no record has, and is dropped: the fd-reuse defence every backend has (10).
-//! - `reregister` cannot tell whether the number still names the same file, so it always
-//!   removes the armed request and arms a new one (`Ok(true)`): a new kernel registration.
+//! - `reregister` compares the file the number names now (`st_dev`, `st_ino`, from the
+//!   `fstat` every registration makes) with the one recorded: the same file keeps its request
+//!   (`Ok(false)`, as epoll's `EEXIST`), a new file gets a new request under a new generation
+//!   (`Ok(true)`). An armed request holds its file, so the identity cannot be recycled
+//!   while it is armed.
+//!
+//! The numbers in this file's doc comments and `docs/22-io-uring.md` (ring sizes, costs) are
+//! those of `ENTRIES`; the page measures this backend against epoll.
 //!
 //! Quirks handled here (numbers in parentheses: the cases of `docs/edge-cases.md`):
 //! - An armed poll holds a reference to its *file*, not to the number. A registered fd closed
@@ -552,7 +558,8 @@ impl Ring {
         io_uring_enter(self.fd(), self.queued(), 0, 0, None)
     }
 
-    /// How many completions are in the ring now.
+    /// How many completions are in the ring now (the benchmark floor's snapshot).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub(crate) fn ready(&self) -> u32 {
         let head = self.counter(self.cq_head).load(Ordering::Relaxed);
         self.counter(self.cq_tail)
