@@ -12,9 +12,12 @@
 //! backend it prints the messages exchanged, the loop iterations (about two per round trip:
 //! one for the ping to reach B, one for the pong to reach A) and the elapsed time.
 //!
-//! The costs differ only when many fds are watched (epoll and kqueue: O(ready) per wait; poll
-//! and select: O(watched)); with two fds the backends are close. `select-strict` is `select`
-//! limited to fds below `FD_SETSIZE` (1024), as glibc's `fd_set` is.
+//! The costs differ only when many fds are watched (epoll, kqueue and io_uring: O(ready) per
+//! wait; poll and select: O(watched)); with two fds the backends are close. `select-strict` is
+//! `select` limited to fds below `FD_SETSIZE` (1024), as glibc's `fd_set` is. `io_uring` (Linux,
+//! detected at run time: a kernel may forbid it) re-arms a one-shot poll for every fd it
+//! reported, queued with the wait in one `io_uring_enter` (`docs/22-io-uring.md`); a backend
+//! not available here is listed at the end with the reason.
 //!
 //! Compare: Python's `selectors` module and `DefaultSelector`; libev's `LIBEV_FLAGS`; Redis's
 //! `ae_epoll.c`/`ae_select.c`.
@@ -203,6 +206,11 @@ fn main() -> io::Result<()> {
                 "{backend}: {} messages, expected {MESSAGES}",
                 run.messages
             )));
+        }
+    }
+    for backend in Backend::ALL {
+        if let Some(why) = backend.unavailable_reason() {
+            println!("{:<14} not available here: {why}", backend.name());
         }
     }
     Ok(())

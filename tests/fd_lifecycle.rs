@@ -192,7 +192,8 @@ per_backend! {
         // never looked emptied, so no selector call is made. epoll still watches F (its
         // registration survived under A's current generation): F's data reaches the new
         // reader and N's never does. poll and select pass the number afresh on every call:
-        // they watch N and never see F.
+        // they watch N and never see F. io_uring's armed one-shot poll holds F and reports it
+        // once; its re-arm takes the number afresh and watches N.
         if backend == Backend::Kqueue && cfg!(target_os = "linux") {
             eprintln!("skipped on libkqueue: use-after-free in libkqueue for a registered file kept alive by a dup");
             return;
@@ -234,6 +235,12 @@ per_backend! {
             Backend::Kqueue => {
                 // A BSD kernel deletes F's knotes at close: neither file is watched.
                 assert_eq!((for_f, for_n), (0, 0));
+            }
+            Backend::IoUring => {
+                // The armed one-shot poll holds F: F's data is reported once, then the re-arm
+                // resolves the number afresh and watches N, as poll and select do.
+                assert_eq!(for_f, 1, "io_uring's armed poll delivers F's event once");
+                assert_eq!(for_n, 1, "io_uring's re-arm watches N");
             }
             other => panic!("{other}: a new backend; pin its behaviour here"),
         }

@@ -42,6 +42,7 @@ per_backend! {
         let kind = match backend {
             Backend::Epoll => FloorKind::Epoll,
             Backend::Poll => FloorKind::Poll,
+            Backend::IoUring => FloorKind::IoUring,
             _ => FloorKind::Select,
         };
         let owned = fds(64);

@@ -169,6 +169,10 @@ macro_rules! full_size_per_backend {
             mod select_strict {
                 $( #[test] #[ignore = "soak tier, full size"] fn $name() { super::super::$name(evloop::Backend::SelectStrict) } )*
             }
+            #[cfg(target_os = "linux")]
+            mod io_uring {
+                $( #[test] #[ignore = "soak tier, full size"] fn $name() { super::super::$name(evloop::Backend::IoUring) } )*
+            }
         }
     };
 }

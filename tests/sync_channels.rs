@@ -80,7 +80,8 @@ fn signal_for(backend: Backend) -> i32 {
         Backend::Poll => SIGUSR1,
         Backend::Select => SIGUSR2,
         Backend::SelectStrict => SIGWINCH,
-        _ => SIGHUP, // epoll or kqueue: only one of them exists on a system
+        Backend::IoUring => SIGALRM, // beside epoll on Linux: a signal of its own
+        _ => SIGHUP,                 // epoll or kqueue: only one of them exists on a system
     }
 }
 

@@ -31,6 +31,7 @@ fn color(b: Backend) -> &'static str {
         Backend::Poll => "#2166ac",
         Backend::Select => "#d6604d",
         Backend::SelectStrict => "#b2182b",
+        Backend::IoUring => "#e08214",
         _ => "#4d4d4d", // a backend added after this chart's palette
     }
 }

@@ -338,7 +338,8 @@ pub(crate) fn crossover_summary(s: &Sweep, rows: &[Row]) -> Vec<String> {
     let mut out = Vec::new();
     let epoll = |a: usize| cell(rows, Backend::Epoll, s.cross_n, a, block);
     for &b in &s.backends {
-        if b == Backend::Epoll || b == Backend::Kqueue {
+        // O(ready) backends have no scan for A to amortise.
+        if matches!(b, Backend::Epoll | Backend::Kqueue | Backend::IoUring) {
             continue;
         }
         let measured: Vec<(usize, f64)> = s
@@ -448,10 +449,10 @@ pub(crate) fn setup_table(s: &Sweep, rows: &[Row], m: &Machine) -> Table {
     t
 }
 
-/// Interest changes that cost a syscall on backend `b`.
+/// Interest changes that cost a syscall on backend `b` (io_uring's ride with its next wait).
 fn syscall_changes(b: Backend, changes: u64) -> u64 {
     match b {
-        Backend::Poll | Backend::Select | Backend::SelectStrict => 0,
+        Backend::Poll | Backend::Select | Backend::SelectStrict | Backend::IoUring => 0,
         _ => changes,
     }
 }
@@ -463,7 +464,7 @@ fn kernel_side(r: &Row, m: &Machine) -> (String, String) {
             w.to_string(),
             num(w as f64 * m.epoll_watch_bytes.0 / r.n as f64, 0),
         ),
-        None if r.backend == Backend::Epoll => ("-".into(), "-".into()),
+        None if matches!(r.backend, Backend::Epoll | Backend::IoUring) => ("-".into(), "-".into()),
         None => ("0".into(), "0 kept".into()),
     }
 }
@@ -504,6 +505,11 @@ pub(crate) fn setup_summary(s: &Sweep, rows: &[Row], m: &Machine) -> Vec<String>
                 "; the kernel holds {w} watches, about {:.0} bytes per fd, and each registration was an epoll_ctl",
                 w as f64 * m.epoll_watch_bytes.0 / hi.n as f64
             )),
+            None if b == Backend::IoUring => line.push_str(
+                "; the kernel holds one armed poll request per fd (not counted: the ring's \
+                 fdinfo does not list them), and the registrations were SQEs, submitted with \
+                 the setup's one pass",
+            ),
             None if b != Backend::Epoll => {
                 line.push_str("; nothing kept in the kernel, and no syscall per registration")
             }

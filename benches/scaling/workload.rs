@@ -182,10 +182,11 @@ pub(crate) struct Counts {
 
 impl Counts {
     /// The syscalls that go to the kernel per chained write: waits, reads, writes, and the
-    /// interest changes when the backend makes them with a syscall (epoll, kqueue).
+    /// interest changes when the backend makes them with a syscall (epoll, kqueue; io_uring
+    /// queues them on its ring, to go with the next wait).
     pub(crate) fn syscalls(&self, backend: Backend) -> u64 {
         let changes = match backend {
-            Backend::Poll | Backend::Select | Backend::SelectStrict => 0,
+            Backend::Poll | Backend::Select | Backend::SelectStrict | Backend::IoUring => 0,
             _ => self.changes,
         };
         self.waits + self.reads + self.writes + changes
@@ -368,7 +369,10 @@ pub(crate) fn run_evloop(fds: &Fds, backend: Backend, c: &Cell_, t: &mut Timing)
         // One `Rc` clone per reader is counted in the loop's share: it is what a closure
         // capturing shared state costs, as a real program's readers do.
         t.setup_bytes = Some(bytes_in_use() - bytes0);
-        t.kernel_watches = lp.backend_fd().and_then(epoll_watches);
+        // An io_uring fd lists no watches (its armed requests are not in its fdinfo).
+        if lp.backend() != Backend::IoUring {
+            t.kernel_watches = lp.backend_fd().and_then(epoll_watches);
+        }
         t.setup_changes = Some(lp.stats().interest_changes);
     }
     let pass = |lp: &EventLoop| {
@@ -477,6 +481,7 @@ pub(crate) fn floor_kind(backend: Backend) -> Option<FloorKind> {
         Backend::Epoll => Some(FloorKind::Epoll),
         Backend::Poll => Some(FloorKind::Poll),
         Backend::Select | Backend::SelectStrict => Some(FloorKind::Select),
+        Backend::IoUring => Some(FloorKind::IoUring),
         _ => None,
     }
 }

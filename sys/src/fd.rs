@@ -157,6 +157,16 @@ pub enum FdKind {
 /// # Errors
 /// `EINVAL` for a negative number, `EBADF` for a number that is not open.
 pub fn probe(fd: RawFd) -> io::Result<FdKind> {
+    probe_file(fd).map(|(kind, _)| kind)
+}
+
+/// [`probe`], plus the identity of the open file the number names: `(st_dev, st_ino)`, which
+/// tells a number reused by a new socket or pipe from the same file (a dup shares it). The
+/// io_uring selector uses it to answer `reregister` without a syscall of its own.
+///
+/// # Errors
+/// As [`probe`].
+pub(crate) fn probe_file(fd: RawFd) -> io::Result<(FdKind, (u64, u64))> {
     if fd < 0 {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -166,11 +176,13 @@ pub fn probe(fd: RawFd) -> io::Result<FdKind> {
     // fails with EBADF and writes nothing.
     cvt(unsafe { libc::fstat(fd, &mut st) })?;
     let fmt = st.st_mode & libc::S_IFMT;
-    Ok(if fmt == libc::S_IFREG || fmt == libc::S_IFDIR {
+    let kind = if fmt == libc::S_IFREG || fmt == libc::S_IFDIR {
         FdKind::File
     } else {
         FdKind::Pollable
-    })
+    };
+    #[allow(clippy::unnecessary_cast)] // `dev_t`/`ino_t` differ in width across systems
+    Ok((kind, (st.st_dev as u64, st.st_ino as u64)))
 }
 
 crate::internal_pub! {

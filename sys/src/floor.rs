@@ -1,8 +1,9 @@
 //! The floors of the scaling benchmark: libevent's `bench.c` workload written directly on
-//! `epoll_wait`, `poll` and `select`, with no abstraction at all: no `Selector`, no `Events`,
-//! no fd map, only the one-line syscall wrappers the selectors share (`epoll::epoll_wait`,
-//! `poll::poll`, `select::select`: the syscall and `cvt_wait`, nothing else) and the raw
-//! `read`/`write` of `fd.rs`.
+//! `epoll_wait`, `poll`, `select` and an io_uring ring, with no abstraction at all: no
+//! `Selector`, no `Events`, no fd map, only the one-line syscall wrappers the selectors share
+//! (`epoll::epoll_wait`, `poll::poll`, `select::select`: the syscall and `cvt_wait`, nothing
+//! else; for io_uring, the selector's `Ring`: the SQE and CQE slots and one `io_uring_enter`)
+//! and the raw `read`/`write` of `fd.rs`.
 //!
 //! **`internals` feature: benchmark floors and test aids; not part of the stable API.** A
 //! measuring instrument, not part of the event loop: `benches/scaling/` runs the same
@@ -17,8 +18,11 @@
 //! one byte from `rfd[i]` and, while the write budget lasts, writes one byte to
 //! `wfd[(i + 1) % n]`: the tokens march around the ring, one hop per callback.
 //!
-//! The epoll floor exists on Linux only; poll and select everywhere. (There is no kqueue floor
-//! yet: the harness shows kqueue rows without a ratio.)
+//! The epoll and io_uring floors exist on Linux only; poll and select everywhere. (There is no
+//! kqueue floor yet: the harness shows kqueue rows without a ratio.) The io_uring floor does
+//! what the selector does, bare: one one-shot `POLL_ADD` per fd at setup (user data: the
+//! watcher's index), then per pass one `io_uring_enter` that submits the re-arms of the last
+//! pass and waits, and a re-arm queued for every completion it dispatched.
 
 use std::io;
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -29,6 +33,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use crate::cvt::cvt;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 use crate::selector::epoll;
+#[cfg(target_os = "linux")]
+use crate::selector::io_uring::Ring;
 use crate::selector::{poll, select};
 
 /// The chain's counters and fds: the state a round mutates, shared by the floors and by the
@@ -144,6 +150,8 @@ pub enum FloorKind {
     Poll,
     /// `select` on heap bit arrays sized to the highest fd (works past `FD_SETSIZE` on Linux).
     Select,
+    /// An io_uring ring, one-shot `POLL_ADD` re-armed after each completion (Linux).
+    IoUring,
 }
 
 /// A floor: the kernel object (or arrays) for one chain, built by [`Floor::new`] (the part
@@ -155,6 +163,8 @@ pub struct Floor {
     epfd: Option<OwnedFd>,
     #[cfg(any(target_os = "linux", target_os = "android"))]
     events: Vec<libc::epoll_event>,
+    #[cfg(target_os = "linux")]
+    ring: Option<Ring>,
     pollfds: Vec<libc::pollfd>,
     /// select: fd -> watcher index, the master set, the working set.
     index: Vec<usize>,
@@ -178,6 +188,8 @@ impl Floor {
             epfd: None,
             #[cfg(any(target_os = "linux", target_os = "android"))]
             events: Vec::new(),
+            #[cfg(target_os = "linux")]
+            ring: None,
             pollfds: Vec::new(),
             index: Vec::new(),
             master: Vec::new(),
@@ -186,6 +198,7 @@ impl Floor {
         };
         match kind {
             FloorKind::Epoll => f.setup_epoll(chain)?,
+            FloorKind::IoUring => f.setup_io_uring(chain)?,
             FloorKind::Poll => {
                 f.pollfds = chain
                     .read_fds()
@@ -235,6 +248,69 @@ impl Floor {
         Ok(())
     }
 
+    #[cfg(not(target_os = "linux"))]
+    fn setup_io_uring(&mut self, _chain: &Chain<'_>) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the io_uring floor needs Linux",
+        ))
+    }
+
+    /// The ring: as many submission slots as fds, up to 4096 (the completions of a full pass
+    /// overflow into the kernel's backlog beyond that, which `io_uring_pass` drains), and one
+    /// queued `POLL_ADD` per fd, submitted whenever the ring is full and by the first pass.
+    #[cfg(target_os = "linux")]
+    fn setup_io_uring(&mut self, chain: &Chain<'_>) -> io::Result<()> {
+        let mut ring = Ring::new(chain.len().clamp(1, 4096) as u32)?;
+        for (i, fd) in chain.read_fds().enumerate() {
+            while !ring.push_poll_add(fd, libc::POLLIN as u32, i as u64) {
+                ring.submit()?;
+            }
+        }
+        self.ring = Some(ring);
+        Ok(())
+    }
+
+    /// One pass on the ring: submit the queued re-arms and wait (`block`) or not, dispatch
+    /// every completion and queue its re-arm; drain the kernel's backlog if it overflowed.
+    #[cfg(target_os = "linux")]
+    fn io_uring_pass(&mut self, chain: &mut Chain<'_>, block: bool) -> io::Result<()> {
+        let Some(ring) = self.ring.as_mut() else {
+            return Ok(());
+        };
+        let timeout = if block {
+            None
+        } else {
+            Some(std::time::Duration::ZERO)
+        };
+        match ring.submit_and_wait(timeout) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::ETIME)) => {}
+            Err(e) => return Err(e),
+        }
+        loop {
+            // Only the completions there now: the writes of the callbacks below make more
+            // (their task work runs as each `write` returns), and they belong to the next
+            // pass, as they do in the selector, whose `select` reaps before any callback runs.
+            for _ in 0..ring.ready() {
+                let Some(cqe) = ring.peek() else { break };
+                ring.advance();
+                let i = cqe.user_data as usize;
+                if cqe.res >= 0 && !chain.is_empty() {
+                    chain.on_read(i);
+                }
+                let fd = chain.rfd.get(i).map_or(-1, |fd| fd.as_raw_fd());
+                while fd >= 0 && !ring.push_poll_add(fd, libc::POLLIN as u32, i as u64) {
+                    ring.submit()?;
+                }
+            }
+            if !ring.overflowed() {
+                return Ok(());
+            }
+            ring.submit_and_wait(Some(std::time::Duration::ZERO))?;
+        }
+    }
+
     /// Runs loop passes until the round is done (`chain.done()`), counting them in
     /// `chain.loops`. `block` lets each pass wait with an infinite timeout (`wait=block`).
     ///
@@ -254,6 +330,10 @@ impl Floor {
         match self.kind {
             #[cfg(not(any(target_os = "linux", target_os = "android")))]
             FloorKind::Epoll => {}
+            #[cfg(not(target_os = "linux"))]
+            FloorKind::IoUring => {}
+            #[cfg(target_os = "linux")]
+            FloorKind::IoUring => self.io_uring_pass(chain, block)?,
             #[cfg(any(target_os = "linux", target_os = "android"))]
             FloorKind::Epoll => {
                 let ep = self.epfd.as_ref().map_or(-1, |e| e.as_raw_fd());

@@ -326,6 +326,16 @@ fn from_env_reads_evloop_backend() {
         let err = Backend::from_env().unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
         assert!(err.to_string().contains(b.name()), "{err}");
+        // The reason comes with it (io_uring: seccomp, io_uring_disabled, an old kernel...).
+        let why = b.unavailable_reason().unwrap();
+        assert!(err.to_string().contains(&why), "{err}");
+    }
+    // io_uring by any spelling, where the kernel allows it.
+    if Backend::IoUring.is_available() {
+        for value in ["io_uring", "IO-URING", " io_uring "] {
+            set(value);
+            assert_eq!(Backend::from_env().unwrap(), Backend::IoUring, "{value:?}");
+        }
     }
 
     std::env::remove_var(VAR);

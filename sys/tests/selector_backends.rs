@@ -18,14 +18,14 @@ use common::*;
 use evloop_sys::{Backend, Waker};
 
 per_backend! {
-    /// edge case 60: every fd the crate creates for a selector (the epoll fd) or a waker is
-    /// close-on-exec. Kernel-object backends expose it; poll and select have none.
+    /// edge case 60: every fd the crate creates for a selector (the epoll fd, the io_uring
+    /// ring fd) or a waker is close-on-exec. Kernel-object backends expose it; poll and select have none.
     fn edge_60_selector_and_waker_fds_are_cloexec(backend: Backend) {
         let sel = selector(backend);
         assert_eq!(sel.backend(), backend);
         assert!(sel.is_empty());
         match backend {
-            Backend::Epoll | Backend::Kqueue => {
+            Backend::Epoll | Backend::Kqueue | Backend::IoUring => {
                 let fd = sel.backend_fd().expect("a kernel object");
                 assert!(is_cloexec_raw(fd), "{backend} fd {fd} is not CLOEXEC");
             }
@@ -51,15 +51,24 @@ fn backend_names_parse_case_insensitively_and_display_round_trips() {
         "select_strict".parse::<Backend>().unwrap(),
         Backend::SelectStrict
     );
+    assert_eq!("io-uring".parse::<Backend>().unwrap(), Backend::IoUring);
     assert_eq!(
-        ["epoll", "kqueue", "poll", "select", "select-strict"].to_vec(),
+        [
+            "epoll",
+            "kqueue",
+            "poll",
+            "select",
+            "select-strict",
+            "io_uring"
+        ]
+        .to_vec(),
         Backend::ALL.iter().map(|b| b.name()).collect::<Vec<_>>()
     );
 }
 
 #[test]
 fn unknown_backend_name_is_an_error_listing_the_valid_ones() {
-    for bad in ["", "iouring", "epol", "select strict"] {
+    for bad in ["", "uring", "epol", "select strict", "io uring"] {
         let err = bad.parse::<Backend>().unwrap_err().to_string();
         assert!(err.contains(&format!("{bad:?}")), "{err}");
         for b in Backend::ALL {
@@ -75,7 +84,8 @@ fn available_backends_start_with_the_platform_default() {
     for b in Backend::ALL {
         assert_eq!(avail.contains(&b), b.is_available(), "{b}");
     }
-    // poll and both selects are everywhere; the default prefers epoll, then kqueue, then poll.
+    // poll and both selects are everywhere; the default prefers epoll, then kqueue, then poll,
+    // and is never io_uring.
     for b in [Backend::Poll, Backend::Select, Backend::SelectStrict] {
         assert!(b.is_available(), "{b}");
     }
@@ -88,28 +98,38 @@ fn available_backends_start_with_the_platform_default() {
     };
     assert_eq!(Backend::platform_default(), expected);
     // Linux has epoll, and kqueue only through libkqueue (EVLOOP_LIBKQUEUE at build time),
-    // where epoll stays the default.
-    #[cfg(all(target_os = "linux", not(evloop_kqueue)))]
-    assert_eq!(
-        avail,
-        [
-            Backend::Epoll,
-            Backend::Poll,
-            Backend::Select,
-            Backend::SelectStrict
-        ]
-    );
-    #[cfg(all(target_os = "linux", evloop_kqueue))]
-    assert_eq!(
-        avail,
-        [
-            Backend::Epoll,
-            Backend::Kqueue,
-            Backend::Poll,
-            Backend::Select,
-            Backend::SelectStrict
-        ]
-    );
+    // where epoll stays the default; io_uring comes last, where the kernel allows it.
+    #[cfg(target_os = "linux")]
+    {
+        let mut expected = vec![Backend::Epoll];
+        if cfg!(evloop_kqueue) {
+            expected.push(Backend::Kqueue);
+        }
+        expected.extend([Backend::Poll, Backend::Select, Backend::SelectStrict]);
+        if Backend::IoUring.unavailable_reason().is_none() {
+            expected.push(Backend::IoUring);
+        }
+        assert_eq!(avail, expected);
+    }
+}
+
+/// io_uring is detected at run time: available exactly when a ring can be set up, and where
+/// it cannot, the reason says why and `new_selector` refuses with it.
+#[test]
+fn io_uring_is_available_exactly_when_a_ring_can_be_set_up() {
+    match Backend::IoUring.unavailable_reason() {
+        None => {
+            assert!(Backend::IoUring.is_available());
+            let sel = evloop_sys::new_selector(Backend::IoUring).unwrap();
+            assert_eq!(sel.backend(), Backend::IoUring);
+        }
+        Some(why) => {
+            assert!(why.contains("io_uring"), "{why}");
+            let err = evloop_sys::new_selector(Backend::IoUring).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+            assert!(err.to_string().contains(&why), "{err}");
+        }
+    }
 }
 
 #[test]

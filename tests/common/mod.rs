@@ -24,7 +24,10 @@ pub use net::{
 ///
 /// The kqueue module exists where `cfg(evloop_kqueue)` is set: the BSDs and macOS, and Linux
 /// built with `EVLOOP_LIBKQUEUE` (the root `build.rs` takes the cfg from `evloop-sys`;
-/// `docs/08-kqueue.md`).
+/// `docs/08-kqueue.md`). The io_uring module exists on Linux; where the kernel refuses
+/// io_uring at run time (seccomp, `kernel.io_uring_disabled`, before 5.11) its tests say why
+/// on stderr and pass without running, unless `EVLOOP_REQUIRE_IO_URING=1`
+/// (`docs/22-io-uring.md`).
 #[macro_export]
 macro_rules! per_backend {
     ($( $(#[$meta:meta])* fn $name:ident($b:ident: Backend) $body:block )*) => {
@@ -46,6 +49,20 @@ macro_rules! per_backend {
         }
         mod select_strict {
             $( #[test] fn $name() { super::$name(evloop::Backend::SelectStrict) } )*
+        }
+        #[cfg(target_os = "linux")]
+        mod io_uring {
+            $( #[test] fn $name() {
+                if let Some(why) = evloop::Backend::IoUring.unavailable_reason() {
+                    assert!(
+                        std::env::var("EVLOOP_REQUIRE_IO_URING").map_or(true, |v| v != "1"),
+                        "the io_uring backend is unavailable: {why}"
+                    );
+                    eprintln!("skipped: the io_uring backend is unavailable: {why}");
+                    return;
+                }
+                super::$name(evloop::Backend::IoUring)
+            } )*
         }
     };
 }

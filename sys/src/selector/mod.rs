@@ -1,9 +1,10 @@
 //! The [`Selector`] trait and its vocabulary: [`Interest`], [`Event`], [`Events`], [`Backend`].
 //!
 //! A selector is asyncio's `selectors.BaseSelector` in Rust: register, modify or unregister an
-//! fd with an interest, then [`Selector::select`] waits for readiness. Four backends implement
-//! it, one file each (`epoll.rs`, `poll.rs`, `select.rs`, and `kqueue.rs` where the OS has it,
-//! or on Linux with libkqueue; its hand-written FFI is `kevent.rs`);
+//! fd with an interest, then [`Selector::select`] waits for readiness. Five backends implement
+//! it, one file each (`epoll.rs`, `poll.rs`, `select.rs`, `io_uring.rs` on Linux where the
+//! kernel allows it, and `kqueue.rs` where the OS has it, or on Linux with libkqueue; its
+//! hand-written FFI is `kevent.rs`);
 //! the loop in `src/` sees only `Box<dyn Selector>` and never names a backend except to pick
 //! the default ([`Backend::from_env`]).
 //!
@@ -36,6 +37,8 @@ use std::time::Duration;
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod epoll;
+#[cfg(target_os = "linux")]
+pub mod io_uring;
 mod kevent;
 #[cfg(evloop_kqueue)]
 pub mod kqueue;
@@ -44,6 +47,8 @@ pub mod select;
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub use epoll::EpollSelector;
+#[cfg(target_os = "linux")]
+pub use io_uring::IoUringSelector;
 #[cfg(evloop_kqueue)]
 pub use kqueue::KqueueSelector;
 pub use poll::PollSelector;
@@ -235,16 +240,24 @@ pub enum Backend {
     /// `select` as glibc's `fd_set` allows: an fd >= `FD_SETSIZE` (1024) is refused with an
     /// error at registration.
     SelectStrict,
+    /// Linux io_uring in readiness mode (`IORING_OP_POLL_ADD`, re-armed one-shot): O(ready)
+    /// per wait, every change and the wait in one `io_uring_enter`. Needs Linux 5.11 and a
+    /// kernel that allows io_uring (not `kernel.io_uring_disabled`, no seccomp filter
+    /// against it): detected at run time ([`Backend::unavailable_reason`]). Never the
+    /// default: `docs/22-io-uring.md` measures why.
+    IoUring,
 }
 
 impl Backend {
-    /// Every backend, in the order `DefaultSelector` prefers them.
-    pub const ALL: [Backend; 5] = [
+    /// Every backend, in the order `DefaultSelector` prefers them; io_uring last, so that it
+    /// is never the default.
+    pub const ALL: [Backend; 6] = [
         Backend::Epoll,
         Backend::Kqueue,
         Backend::Poll,
         Backend::Select,
         Backend::SelectStrict,
+        Backend::IoUring,
     ];
 
     /// The name used by `EVLOOP_BACKEND`, `FromStr` and `Display`.
@@ -255,15 +268,42 @@ impl Backend {
             Backend::Poll => "poll",
             Backend::Select => "select",
             Backend::SelectStrict => "select-strict",
+            Backend::IoUring => "io_uring",
         }
     }
 
-    /// Whether this build can use the backend on this system.
-    pub const fn is_available(self) -> bool {
+    /// Whether this build can use the backend on this system. For io_uring this is found at
+    /// run time, once per process (a ring is set up and dropped).
+    pub fn is_available(self) -> bool {
+        self.unavailable_reason().is_none()
+    }
+
+    /// Why the backend cannot be used here, or `None` when it can.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use evloop_sys::Backend;
+    /// assert_eq!(Backend::Poll.unavailable_reason(), None);
+    /// if let Some(why) = Backend::IoUring.unavailable_reason() {
+    ///     println!("io_uring: {why}"); // e.g. "... io_uring is forbidden here (a seccomp filter ..."
+    /// }
+    /// ```
+    pub fn unavailable_reason(self) -> Option<String> {
         match self {
-            Backend::Epoll => cfg!(any(target_os = "linux", target_os = "android")),
-            Backend::Kqueue => cfg!(evloop_kqueue),
-            Backend::Poll | Backend::Select | Backend::SelectStrict => true,
+            Backend::Epoll if cfg!(any(target_os = "linux", target_os = "android")) => None,
+            Backend::Epoll => Some("epoll is Linux-only".to_string()),
+            Backend::Kqueue if cfg!(evloop_kqueue) => None,
+            Backend::Kqueue => Some(
+                "kqueue needs a BSD or macOS (or libkqueue on Linux: EVLOOP_LIBKQUEUE at build \
+                 time)"
+                    .to_string(),
+            ),
+            Backend::Poll | Backend::Select | Backend::SelectStrict => None,
+            #[cfg(target_os = "linux")]
+            Backend::IoUring => io_uring::probe().err().map(str::to_string),
+            #[cfg(not(target_os = "linux"))]
+            Backend::IoUring => Some("io_uring is Linux-only".to_string()),
         }
     }
 
@@ -347,22 +387,23 @@ impl std::error::Error for ParseBackendError {}
 impl FromStr for Backend {
     type Err = ParseBackendError;
 
-    /// Parses `epoll`, `kqueue`, `poll`, `select`, `select-strict` (case-insensitive;
-    /// `select_strict` too).
+    /// Parses `epoll`, `kqueue`, `poll`, `select`, `select-strict`, `io_uring`
+    /// (case-insensitive; `_` and `-` alike: `select_strict`, `io-uring` too).
     fn from_str(s: &str) -> Result<Backend, ParseBackendError> {
         let t = s.trim().to_ascii_lowercase().replace('_', "-");
         Backend::ALL
             .into_iter()
-            .find(|b| b.name() == t)
+            .find(|b| b.name().replace('_', "-") == t)
             .ok_or_else(|| ParseBackendError(s.to_string()))
     }
 }
 
 fn unavailable(b: Backend) -> io::Error {
+    let why = b.unavailable_reason().unwrap_or_default();
     io::Error::new(
         io::ErrorKind::Unsupported,
         format!(
-            "the {b} backend is not available on this system; available: {}",
+            "the {b} backend is not available on this system ({why}); available: {}",
             Backend::available()
                 .iter()
                 .map(|b| b.name())
@@ -496,6 +537,8 @@ pub fn new_selector(backend: Backend) -> io::Result<Box<dyn Selector>> {
         Backend::Poll => Ok(Box::new(PollSelector::new())),
         Backend::Select => Ok(Box::new(SelectSelector::new())),
         Backend::SelectStrict => Ok(Box::new(SelectSelector::strict())),
+        #[cfg(target_os = "linux")]
+        Backend::IoUring if backend.is_available() => Ok(Box::new(IoUringSelector::new()?)),
         // Unreachable where both epoll and kqueue are compiled (Linux with libkqueue).
         #[allow(unreachable_patterns)]
         other => Err(unavailable(other)),
@@ -745,9 +788,10 @@ mod tests {
             "SELECT_STRICT".parse::<Backend>().unwrap(),
             Backend::SelectStrict
         );
-        let err = "iouring".parse::<Backend>().unwrap_err().to_string();
+        assert_eq!("IO-URING".parse::<Backend>().unwrap(), Backend::IoUring);
+        let err = "uring".parse::<Backend>().unwrap_err().to_string();
         assert!(
-            err.contains("\"iouring\" is not a backend") && err.contains("epoll"),
+            err.contains("\"uring\" is not a backend") && err.contains("io_uring"),
             "{err}"
         );
     }

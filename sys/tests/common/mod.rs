@@ -9,7 +9,7 @@
 //! for itself, so a helper one of them does not use is allowed to be dead.
 //!
 //! [`per_backend!`] takes `fn name(backend: Backend) { ... }` items, keeps them, and adds one
-//! module per backend (`epoll`, `kqueue`, `poll`, `select`, `select_strict`) holding a
+//! module per backend (`epoll`, `kqueue`, `poll`, `select`, `select_strict`, `io_uring`) holding a
 //! `#[test] fn name()` that calls `super::name(Backend::X)`. So a test reads
 //! `poll::readable_after_write`, and `cargo test -p evloop-sys select::` runs one backend
 //! (`select::` is not a substring of `select_strict::`).
@@ -34,7 +34,10 @@ use evloop_sys::{Backend, Event, Events, Selector};
 /// The epoll module exists on Linux and Android only; the kqueue module only where `build.rs`
 /// sets `cfg(evloop_kqueue)` (build-script cfgs reach every target of the package, tests
 /// included): the BSDs and macOS, and Linux when `EVLOOP_LIBKQUEUE` names a libkqueue
-/// install (`docs/08-kqueue.md`).
+/// install (`docs/08-kqueue.md`). The io_uring module exists on Linux; where the kernel
+/// refuses io_uring at run time (seccomp, `kernel.io_uring_disabled`, before 5.11) its tests
+/// say why on stderr and pass without running, unless `EVLOOP_REQUIRE_IO_URING=1`
+/// (`docs/22-io-uring.md`).
 macro_rules! per_backend {
     ($( $(#[$attr:meta])* fn $name:ident($backend:ident : Backend) $body:block )+) => {
         $( $(#[$attr])* fn $name($backend: ::evloop_sys::Backend) $body )+
@@ -60,12 +63,26 @@ macro_rules! per_backend {
         mod select_strict {
             $( #[test] fn $name() { $crate::common::run(::evloop_sys::Backend::SelectStrict, super::$name) } )+
         }
+
+        #[cfg(target_os = "linux")]
+        mod io_uring {
+            $( #[test] fn $name() { $crate::common::run(::evloop_sys::Backend::IoUring, super::$name) } )+
+        }
     };
 }
 
-/// Runs one backend's instance of a test (a seam for per-backend setup; every backend the
-/// macro names must be creatable).
+/// Runs one backend's instance of a test (a seam for per-backend setup). Every backend the
+/// macro names must be creatable, except io_uring, which a kernel may refuse at run time:
+/// then the test says why and returns, unless `EVLOOP_REQUIRE_IO_URING=1` makes it fail.
 pub fn run(backend: Backend, test: fn(Backend)) {
+    if let Some(why) = backend.unavailable_reason() {
+        let required = std::env::var("EVLOOP_REQUIRE_IO_URING").is_ok_and(|v| v == "1");
+        if backend == Backend::IoUring && !required {
+            eprintln!("skipped: the {backend} backend is unavailable: {why}");
+            return;
+        }
+        panic!("the {backend} backend is unavailable: {why}");
+    }
     test(backend)
 }
 
