@@ -32,7 +32,8 @@
 //!               trace_json.rs json.rs     the structured trace (JSON lines)   │
 //!  #![forbid(unsafe_code)] ................................. no unsafe above ─┘
 //!  =============================================================================
-//!  evloop-sys   Selector trait: epoll, kqueue, poll, select (growable, strict);
+//!  evloop-sys   Selector trait: epoll, kqueue, poll, select (growable, strict),
+//!               io_uring (readiness mode);
 //!               Waker (eventfd, pipe, EVFILT_USER); signal self-pipe; fd and
 //!               socket syscalls. Every unsafe block and every syscall lives here.
 //! ```
