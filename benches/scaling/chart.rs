@@ -191,18 +191,14 @@ pub(crate) fn to_svg(s: &Sweep, rows: &[Row], compare: &[PeerRow]) -> String {
                 .filter(|p| (xmin..=xmax).contains(&(p.n as f64)))
                 .map(|p| (p.n as f64, p.ns_per_write))
                 .collect();
-            pts.sort_by(|x, y| x.0.total_cmp(&y.0));
+            let path = points_attr(&mut pts, sx, sy);
             let Some(&(ln, lv)) = pts.last() else {
                 continue;
             };
-            let path: Vec<String> = pts
-                .iter()
-                .map(|&(n, v)| format!("{:.1},{:.1}", sx(n), sy(v)))
-                .collect();
             let _ = writeln!(
                 svg,
                 r##"<polyline class="compare" points="{}" fill="none" stroke="#999" stroke-width="1"/><text x="{:.1}" y="{:.1}" fill="#777" font-size="10">{} {}</text>"##,
-                path.join(" "),
+                path,
                 sx(ln) + 4.0,
                 sy(lv) + 3.0,
                 esc(imp),
@@ -220,37 +216,10 @@ pub(crate) fn to_svg(s: &Sweep, rows: &[Row], compare: &[PeerRow]) -> String {
                     })
                     .filter(|p| p.1.is_finite())
                     .collect();
-                pts.sort_by(|x, y| x.0.total_cmp(&y.0));
                 if pts.is_empty() {
                     continue;
                 }
-                let path: Vec<String> = pts
-                    .iter()
-                    .map(|&(n, v)| format!("{:.1},{:.1}", sx(n), sy(v)))
-                    .collect();
-                let _ = writeln!(
-                    svg,
-                    r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
-                    path.join(" "),
-                    color(backend),
-                    if dashed { 1.5 } else { 2.5 },
-                    if dashed {
-                        r#" stroke-dasharray="6,4""#
-                    } else {
-                        ""
-                    }
-                );
-                if !dashed {
-                    for &(n, v) in &pts {
-                        let _ = writeln!(
-                            svg,
-                            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
-                            sx(n),
-                            sy(v),
-                            color(backend)
-                        );
-                    }
-                }
+                series_line(&mut svg, &mut pts, sx, sy, color(backend), dashed);
             }
         }
     }
@@ -397,37 +366,10 @@ fn line_panel(
             .copied()
             .filter(|p| p.0 > 0.0 && p.1 > 0.0 && p.1.is_finite())
             .collect();
-        p.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let Some(&(lx, ly)) = p.last() else {
+        let Some(&(lx, ly)) = p.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else {
             continue;
         };
-        let path: Vec<String> = p
-            .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
-            .collect();
-        let _ = writeln!(
-            svg,
-            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
-            path.join(" "),
-            s.color,
-            if s.dashed { 1.5 } else { 2.5 },
-            if s.dashed {
-                r#" stroke-dasharray="6,4""#
-            } else {
-                ""
-            }
-        );
-        if !s.dashed {
-            for &(x, y) in &p {
-                let _ = writeln!(
-                    svg,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
-                    sx(x),
-                    sy(y),
-                    s.color
-                );
-            }
-        }
+        series_line(svg, &mut p, sx, sy, s.color, s.dashed);
         if label_ends {
             let _ = writeln!(
                 svg,
@@ -436,6 +378,52 @@ fn line_panel(
                 sy(ly) + 4.0,
                 s.color,
                 esc(&s.label)
+            );
+        }
+    }
+}
+
+/// Sorts `pts` by x and returns them as an SVG `points` attribute, mapped through `sx`, `sy`.
+fn points_attr(pts: &mut [(f64, f64)], sx: impl Fn(f64) -> f64, sy: impl Fn(f64) -> f64) -> String {
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let coords: Vec<String> = pts
+        .iter()
+        .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+        .collect();
+    coords.join(" ")
+}
+
+/// One series: a line through `pts` (sorted by x here), solid with a dot on each point, or
+/// dashed without (the bare-syscall floors).
+fn series_line(
+    svg: &mut String,
+    pts: &mut [(f64, f64)],
+    sx: impl Fn(f64) -> f64,
+    sy: impl Fn(f64) -> f64,
+    color: &str,
+    dashed: bool,
+) {
+    let path = points_attr(pts, &sx, &sy);
+    let _ = writeln!(
+        svg,
+        r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>"#,
+        path,
+        color,
+        if dashed { 1.5 } else { 2.5 },
+        if dashed {
+            r#" stroke-dasharray="6,4""#
+        } else {
+            ""
+        }
+    );
+    if !dashed {
+        for &(x, y) in pts.iter() {
+            let _ = writeln!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
+                sx(x),
+                sy(y),
+                color
             );
         }
     }
