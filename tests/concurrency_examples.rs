@@ -9,71 +9,13 @@
 //!   with bob refused.
 //!
 //! Each example runs on every backend this platform builds (`EVLOOP_BACKEND`), since the
-//! order must not depend on the backend. The binaries are built with `cargo build --example`
-//! into the target directory this test runs from, so `CARGO_TARGET_DIR` and `--release` are
-//! followed. Nothing here measures time; each example exits by itself within milliseconds.
+//! order must not depend on the backend. `tests/common/examples.rs` builds and runs them.
+//! Nothing here measures time; each example exits by itself within milliseconds.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
+use common::examples::{example, run_example};
 use evloop::Backend;
-
-/// The directory holding this test's profile's builds (`…/target/debug`), from the path of
-/// the running test binary (`…/target/debug/deps/concurrency_examples-HASH`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .expect("the test binary lives in <profile>/deps/")
-        .to_path_buf()
-}
-
-/// Builds example `name` (a no-op when it is up to date) and returns its binary's path.
-fn build_example(name: &str) -> PathBuf {
-    let profile = profile_dir();
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo
-        .args(["build", "--quiet", "--example", name])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    // The profile directory's parent is the target directory (or its per-triple folder,
-    // which works as one): the example lands beside this test's build.
-    if let Some(target_dir) = profile.parent() {
-        cargo.arg("--target-dir").arg(target_dir);
-    }
-    if profile.file_name().is_some_and(|p| p == "release") {
-        cargo.arg("--release");
-    }
-    let status = cargo.status().expect("cargo runs");
-    assert!(status.success(), "cargo build --example {name} failed");
-    let binary = profile.join("examples").join(name);
-    assert!(
-        binary.is_file(),
-        "no example binary at {}",
-        binary.display()
-    );
-    binary
-}
-
-/// Runs the example binary on `backend`; returns its stdout, after checking that it exited
-/// with success.
-fn run(binary: &PathBuf, backend: Backend) -> String {
-    let out = Command::new(binary)
-        .env("EVLOOP_BACKEND", backend.name())
-        .env_remove("EVLOOP_TRACE")
-        .env_remove("EVLOOP_DEBUG")
-        .output()
-        .expect("the example runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{} on {}: {}\nstdout:\n{stdout}\nstderr:\n{}",
-        binary.display(),
-        backend.name(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
 
 /// The trimmed lines of `stdout` that start with `prefix`, in order.
 fn lines_starting<'a>(stdout: &'a str, prefix: &str) -> Vec<&'a str> {
@@ -86,9 +28,9 @@ fn lines_starting<'a>(stdout: &'a str, prefix: &str) -> Vec<&'a str> {
 
 #[test]
 fn microtask_order_prints_one_queue_orders_beside_javascript() {
-    let binary = build_example("microtask_order");
+    let binary = example("microtask_order");
     for backend in Backend::available() {
-        let stdout = run(&binary, backend);
+        let stdout = run_example(&binary, Some(backend));
         assert!(
             stdout.contains(&format!("backend: {}", backend.name())),
             "{stdout}"
@@ -128,9 +70,9 @@ fn microtask_order_prints_one_queue_orders_beside_javascript() {
 
 #[test]
 fn check_then_act_overdraws_without_a_lock_and_both_fixes_hold() {
-    let binary = build_example("check_then_act");
+    let binary = example("check_then_act");
     for backend in Backend::available() {
-        let stdout = run(&binary, backend);
+        let stdout = run_example(&binary, Some(backend));
         // The race: both checks before either act.
         let racy: Vec<&str> = stdout
             .lines()

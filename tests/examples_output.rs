@@ -5,83 +5,18 @@
 //! and the loop returning when nothing is left. `examples/manual_socket_read.rs` must print
 //! the same story on every backend: only its first line, naming the backend, differs.
 //!
-//! Each example runs as a child process, from the binary cargo builds into the target
-//! directory's `examples/` folder (beside the `deps/` folder that holds this test). The test
-//! asks cargo to build it first, so it also works when run alone (`cargo test --test
-//! examples_output`) and never runs a stale binary. A child that does not exit within
-//! [`TIMEOUT`] is killed and fails the test.
+//! Each example runs as a child process, built and run by `tests/common/examples.rs`: built
+//! by cargo first (so the test also works alone, and never runs a stale binary), killed and
+//! failed if it does not exit in time.
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use common::examples::{example, run_example};
 use evloop::Backend;
 
-/// How long an example may run (each needs well under a second).
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The path of example `name`'s binary, built by cargo if missing or stale.
-fn example(name: &str) -> PathBuf {
-    // This test is `<target>/<profile>/deps/examples_output-<hash>`; examples are in
-    // `<target>/<profile>/examples/`.
-    let exe = std::env::current_exe().expect("the test's own path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("the test binary lives in <target>/<profile>/deps");
-    let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "--quiet", "--example", name]);
-    if profile_dir.ends_with("release") {
-        build.arg("--release"); // `cargo test --release`: the examples go to release/ too
-    }
-    let status = build
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo build --example");
-    assert!(status.success(), "cargo build --example {name}: {status}");
-    let path = profile_dir.join("examples").join(name);
-    assert!(path.is_file(), "no example binary at {}", path.display());
-    path
-}
-
-/// Runs example `name` with `EVLOOP_BACKEND` set to `backend` (if any), and returns its
-/// stdout, after checking that it exited with success within [`TIMEOUT`].
+/// Runs example `name` on `backend` (`None`: the default) and returns its stdout.
 fn run(name: &str, backend: Option<Backend>) -> String {
-    let mut command = Command::new(example(name));
-    command.stdout(Stdio::piped()).stderr(Stdio::inherit());
-    command
-        .env_remove("EVLOOP_BACKEND")
-        .env_remove("EVLOOP_TRACE");
-    if let Some(backend) = backend {
-        command.env("EVLOOP_BACKEND", backend.to_string());
-    }
-    let mut child = command.spawn().expect("the example starts");
-    let start = Instant::now();
-    // The outputs are a few KiB: they fit in the pipe, so the child never blocks writing.
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the example") {
-            break status;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{name} did not exit within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .expect("piped stdout")
-        .read_to_string(&mut stdout)
-        .expect("utf-8 output");
-    assert!(
-        status.success(),
-        "{name} failed ({status}); it printed:\n{stdout}"
-    );
-    stdout
+    run_example(&example(name), backend)
 }
 
 #[test]

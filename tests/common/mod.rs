@@ -11,6 +11,7 @@ use std::time::Duration;
 pub use evloop::{Backend, EventLoop};
 pub mod browser;
 pub mod docs_util;
+pub mod examples;
 pub mod fuzz_model;
 pub mod json;
 pub mod net;
