@@ -57,16 +57,7 @@ pub(crate) fn to_svg(s: &Sweep, rows: &[Row], compare: &[PeerRow]) -> String {
         .chain(compare.iter().map(|p| p.ns_per_write))
         .filter(|v| v.is_finite() && *v > 0.0)
         .collect();
-    let ymin = 10f64.powf(
-        all.iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min)
-            .log10()
-            .floor(),
-    );
-    let ymax = 10f64
-        .powf(all.iter().copied().fold(0.0, f64::max).log10().ceil())
-        .max(ymin * 10.0);
+    let (ymin, ymax) = log_range(all.iter().copied());
     let nmin = rows.iter().map(|r| r.n).min().unwrap_or(10) as f64;
     let nmax = rows.iter().map(|r| r.n).max().unwrap_or(10000) as f64;
     let (xmin, xmax) = (
@@ -259,6 +250,16 @@ pub(crate) fn to_svg(s: &Sweep, rows: &[Row], compare: &[PeerRow]) -> String {
     svg
 }
 
+/// The decades a log axis spans to show `values`: from the power of ten at or below the
+/// smallest to the one at or above the largest, at least one decade wide. Not finite when
+/// `values` is empty.
+fn log_range(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let lo = values.clone().fold(f64::INFINITY, f64::min);
+    let hi = values.fold(0.0, f64::max);
+    let min = 10f64.powf(lo.log10().floor());
+    (min, 10f64.powf(hi.log10().ceil()).max(min * 10.0))
+}
+
 /// `s` escaped for SVG text.
 fn esc(s: &str) -> String {
     super::table::esc(s)
@@ -299,17 +300,8 @@ fn line_panel(
         .flat_map(|s| s.points.iter().copied())
         .filter(|p| p.0 > 0.0 && p.1 > 0.0 && p.1.is_finite())
         .collect();
-    let decade = |f: fn(f64, f64) -> f64, init: f64, pick: fn(&(f64, f64)) -> f64| {
-        pts.iter().map(pick).fold(init, f)
-    };
-    let xmin = 10f64.powf(decade(f64::min, f64::INFINITY, |p| p.0).log10().floor());
-    let xmax = 10f64
-        .powf(decade(f64::max, 0.0, |p| p.0).log10().ceil())
-        .max(xmin * 10.0);
-    let ymin = 10f64.powf(decade(f64::min, f64::INFINITY, |p| p.1).log10().floor());
-    let ymax = 10f64
-        .powf(decade(f64::max, 0.0, |p| p.1).log10().ceil())
-        .max(ymin * 10.0);
+    let (xmin, xmax) = log_range(pts.iter().map(|p| p.0));
+    let (ymin, ymax) = log_range(pts.iter().map(|p| p.1));
     if !xmin.is_finite() || !ymin.is_finite() {
         return;
     }
@@ -618,17 +610,7 @@ pub(crate) fn time_svg(s: &Sweep, rows: &[Row]) -> String {
         .flat_map(|r| [r.evloop.cpu_per_write().0, r.floor.cpu_per_write().0])
         .filter(|v| v.is_finite() && *v > 0.0)
         .collect();
-    let ymin = 10f64.powf(
-        totals
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min)
-            .log10()
-            .floor(),
-    );
-    let ymax = 10f64
-        .powf(totals.iter().copied().fold(0.0, f64::max).log10().ceil())
-        .max(ymin * 10.0);
+    let (ymin, ymax) = log_range(totals.iter().copied());
     let mut svg = open_svg(
         width,
         height,
