@@ -14,8 +14,9 @@
 //! the file and what is wrong with it. The pictures themselves are drawn by
 //! `docs/img/make.py`; whether they are *right* is for a reader to judge, as an image.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::docs_util::{load_files, load_pages, root};
 
 /// The pictures the pages of `docs/` rely on.
 const REQUIRED: [&str; 4] = [
@@ -24,27 +25,6 @@ const REQUIRED: [&str; 4] = [
     "io-sequence.svg",
     "microtasks.svg",
 ];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `(file name, text)` of every file in `dir` whose name ends with `ext`, sorted by name.
-fn files_ending(dir: &Path, ext: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|p| p.is_file() && p.to_string_lossy().ends_with(ext))
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let text = fs::read_to_string(&p)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
-            (name, text)
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 /// The 1-based line of byte offset `at`.
 fn line_of(text: &str, at: usize) -> usize {
@@ -238,8 +218,8 @@ fn is_linked(name: &str, pages: &[(String, String)]) -> bool {
 #[test]
 fn every_picture_is_standalone_svg_and_linked_from_a_page() {
     let root = root();
-    let pictures = files_ending(&root.join("docs/img"), ".svg");
-    let pages = files_ending(&root.join("docs"), ".md");
+    let pictures = load_files(&root.join("docs/img"), "svg");
+    let pages = load_pages(&root.join("docs"));
     let mut errors = Vec::new();
     for name in REQUIRED {
         if !pictures.iter().any(|(n, _)| n == name) {

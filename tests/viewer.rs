@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use common::browser;
+use common::docs_util::root;
 use common::json::{parse, Json};
 
 const SAMPLES: [&str; 5] = [
@@ -22,10 +23,6 @@ const SAMPLES: [&str; 5] = [
     "gather_vs_taskgroup",
     "tcp_echo",
 ];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn page() -> PathBuf {
     root().join("docs/viewer/index.html")

@@ -16,18 +16,25 @@ pub fn root() -> PathBuf {
 
 /// `(file name, text)` of every `docs/*.md`, sorted by name.
 pub fn load_pages(docs: &Path) -> Vec<(String, String)> {
-    let mut pages: Vec<(String, String)> = fs::read_dir(docs)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", docs.display()))
+    load_files(docs, "md")
+}
+
+/// `(file name, text)` of every file in `dir` with extension `ext` (`"md"`, `"svg"`),
+/// sorted by name.
+pub fn load_files(dir: &Path, ext: &str) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == ext))
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let text = fs::read_to_string(&p).unwrap();
+            let text = fs::read_to_string(&p)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
             (name, text)
         })
         .collect();
-    pages.sort();
-    pages
+    files.sort();
+    files
 }
 
 /// The lines outside fenced code blocks, numbered from 1.
