@@ -82,10 +82,9 @@ fn ns(d: Duration) -> u64 {
 
 /// A 4-ary min-heap of [`Entry`]s (libev's choice): half the depth of a binary heap, and the
 /// children of a node side by side, 64 bytes. They straddle two cache lines unless the root is
-/// offset so that each group starts a line (libev does that); an aligned version of this heap
-/// halved the simulated last-level read misses of the benchmark but cost about 190
-/// instructions per timer in index arithmetic and bounds checks, and was no faster
-/// (`docs/16-performance.md`). `BinaryHeap` was the first version; it spent two thirds of the
+/// offset so that each group starts a line (libev does that). Two aligned versions of this heap
+/// were measured and dropped: they halved the simulated last-level read misses of the
+/// benchmark, and neither was faster (`docs/16-performance.md`). `BinaryHeap` was the first version; it spent two thirds of the
 /// timer benchmark's time in `pop`.
 #[derive(Default)]
 struct QuadHeap {
