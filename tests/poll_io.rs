@@ -232,16 +232,8 @@ per_backend! {
     fn a_steady_poll_based_echo_costs_one_iteration_and_no_eagain_per_message(backend: Backend) {
         // As `tcp.rs`'s steady echo, through `poll_read`/`poll_write`: the poll slot tracks
         // readiness as the async methods' waits do.
-        const ROUNDS: usize = 300;
-        const WARM_UP: usize = 20;
         let lp = new_loop(backend);
-        let [a, b] = lp
-            .run_until_complete(serve_steady_echo(ROUNDS, WARM_UP, EchoApi::Poll, || {
-                evloop::current().stats()
-            }))
-            .unwrap()
-            .unwrap();
-        let messages = (ROUNDS - 2 * WARM_UP) as u64;
+        let (messages, a, b) = steady_echo_stats(&lp, EchoApi::Poll);
         assert_eq!(b.reads_would_block - a.reads_would_block, 0, "recv answering EAGAIN");
         assert_eq!(b.writes_would_block - a.writes_would_block, 0, "send answering EAGAIN");
         assert_eq!(b.iterations - a.iterations, messages, "one iteration per round trip");

@@ -453,17 +453,9 @@ per_backend! {
         // (recv, send), and its next read finds the socket drained (the recv was short) and
         // waits without a syscall. So one iteration, one event, two callbacks (the reader and
         // the task step), and no recv or send answering EAGAIN: libev's three syscalls.
-        const ROUNDS: usize = 300;
-        const WARM_UP: usize = 20;
         let _g = shared();
         let lp = new_loop(backend);
-        let [a, b] = lp
-            .run_until_complete(serve_steady_echo(ROUNDS, WARM_UP, EchoApi::Async, || {
-                evloop::current().stats()
-            }))
-            .unwrap()
-            .unwrap();
-        let messages = (ROUNDS - 2 * WARM_UP) as u64;
+        let (messages, a, b) = steady_echo_stats(&lp, EchoApi::Async);
         assert_eq!(b.reads_would_block - a.reads_would_block, 0, "recv answering EAGAIN");
         assert_eq!(b.writes_would_block - a.writes_would_block, 0, "send answering EAGAIN");
         assert_eq!(

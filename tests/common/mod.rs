@@ -16,7 +16,8 @@ pub mod fuzz_model;
 pub mod json;
 pub mod net;
 pub use net::{
-    any_port, connected_pair, pattern, ping_pong_client, serve_steady_echo, EchoApi, ECHO_MESSAGE,
+    any_port, connected_pair, pattern, ping_pong_client, serve_steady_echo, steady_echo_stats,
+    EchoApi, ECHO_MESSAGE,
 };
 
 /// Writes each test once, as `fn name(backend: Backend)`, and expands it into one `#[test]`

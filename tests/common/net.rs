@@ -71,6 +71,28 @@ pub enum EchoApi {
     Poll,
 }
 
+/// Round trips of [`steady_echo_stats`], and how many of them at each end are warm-up.
+pub const STEADY_ROUNDS: usize = 300;
+pub const STEADY_WARM_UP: usize = 20;
+
+/// Runs [`serve_steady_echo`] on `lp` with the loop's statistics as marks: returns how many
+/// messages the steady phase echoed, and the statistics at its start and end.
+pub fn steady_echo_stats(
+    lp: &evloop::EventLoop,
+    api: EchoApi,
+) -> (u64, evloop::Stats, evloop::Stats) {
+    let [a, b] = lp
+        .run_until_complete(serve_steady_echo(
+            STEADY_ROUNDS,
+            STEADY_WARM_UP,
+            api,
+            || evloop::current().stats(),
+        ))
+        .unwrap()
+        .unwrap();
+    ((STEADY_ROUNDS - 2 * STEADY_WARM_UP) as u64, a, b)
+}
+
 /// Serves one [`ping_pong_client`] of `rounds` round trips on the running loop: a task echoes
 /// each message back through `api`, reading into a 64 KiB buffer (so a message is a short
 /// read, as in the example server). Returns what `mark` gave right after the `warm_up`-th and
