@@ -12,8 +12,9 @@
 //! The example then (a) awaits it once, (b) lets two named tasks sleep with it at the same
 //! time (the total is the longest delay, not the sum: one thread, two timers), (c) cancels a
 //! task in the middle of an hour-long `meu_sleep` and shows its timer leave the heap, and
-//! (d) runs the same two tasks on `evloop::sleep`, which is built the same way
-//! (`src/task/time.rs`, `Sleep::poll`).
+//! (d) runs the same two tasks on `evloop::sleep`, which is built the same way with the
+//! promise taken out: its timer's callback wakes the task directly (`src/task/time.rs`,
+//! `Sleep::poll`).
 //!
 //! Compare: asyncio's `sleep` (a Future plus `call_later`), JavaScript's
 //! `new Promise(resolve => setTimeout(resolve, ms))`. Read next: `cargo run --example
@@ -143,7 +144,7 @@ async fn demo() -> io::Result<()> {
         ));
     }
 
-    println!("(d) the same two tasks on evloop::sleep, built the same way:");
+    println!("(d) the same two tasks on evloop::sleep, a timer that wakes the task itself:");
     two_sleepers("evloop::sleep", |d, v| async move {
         evloop::sleep(d).await;
         v
@@ -151,7 +152,8 @@ async fn demo() -> io::Result<()> {
     .await?;
     println!(
         "Why: a sleep is a promise plus a timer. The timer's callback sets the promise, the \
-         promise wakes the task that awaits it, and the loop runs that task's next step."
+         promise wakes the task that awaits it, and the loop runs that task's next step. \
+         evloop::sleep skips the promise: its timer's callback wakes the task."
     );
     Ok(())
 }

@@ -51,7 +51,7 @@ async fn sleeper() {
         evloop::sleep(Duration::from_millis(5)).await;
         say(
             "sleeper",
-            &format!("resumed: the timer set the promise, which woke me (#{round})"),
+            &format!("resumed: the timer's callback woke me (#{round})"),
         );
     }
     say("sleeper", "returns: Ready");

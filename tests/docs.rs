@@ -722,7 +722,7 @@ fn the_checker_catches_drifting_names_and_quotes() {
         impl Drop for Sleep {\n\
             fn drop(&mut self) {\n\
                 // ...\n\
-                    timer.cancel();\n\
+                    armed.timer.cancel();\n\
         \n\
             }\n\
         }\n\

@@ -381,6 +381,33 @@ per_backend! {
         assert_eq!(log.get(), ["before", "after"]);
     }
 
+    /// A `Sleep` armed by one task and then awaited by another wakes the one that waits now:
+    /// the timer would wake the first, so the second poll arms a new timer and cancels the
+    /// old one (one live timer, not two).
+    fn a_sleep_moved_to_another_task_wakes_that_task(backend: Backend) {
+        let lp = new_loop(backend);
+        let woken = lp
+            .run_until_complete(async {
+                let base = evloop::current().stats().timers; // the test harness's own
+                let mut sleep = evloop::sleep(Duration::from_millis(20));
+                // This future polls it once (arming the timer with its own waker), gives up.
+                assert!(evloop::timeout(Duration::ZERO, &mut sleep).await.is_err());
+                let armed = evloop::current().stats().timers;
+                let waiter = evloop::spawn(async move {
+                    sleep.await;
+                    "woken"
+                });
+                evloop::yield_now().await; // the waiter's first step re-arms
+                evloop::yield_now().await;
+                let live = evloop::current().stats().timers;
+                // A watchdog: without the re-arm the waiter would never be woken.
+                let woken = evloop::timeout(Duration::from_secs(10), waiter).await;
+                (armed - base, live - base, woken.map(Result::unwrap))
+            })
+            .unwrap();
+        assert_eq!(woken, (1, 1, Ok("woken")));
+    }
+
     fn timeout_returns_the_value_or_elapsed_and_drops_the_loser(backend: Backend) {
         // On a virtual clock: the loser's hour and the timeout's minute pass instantly, and
         // the timeout fires at exactly its deadline.

@@ -25,9 +25,11 @@
 //!   has its pool, found by its `TypeId`; the last pool used is one checked downcast away. A pool
 //!   keeps at most [`POOL_MAX`] cells, so memory stays within the live cells plus that much per
 //!   closure type.
-//! - **Handles keep their cell.** A cell is recycled only when the loop holds the last
-//!   reference, so a `Handle` the user kept answers `is_done()` for as long as it exists; its
-//!   cell is then freed with it, as any `Rc`.
+//! - **Handles keep their cell.** A cell is recycled only by its last holder, once it ran or
+//!   was cancelled: usually the loop; a `Handle` the user kept answers `is_done()` for as long
+//!   as it exists, and its cell is then freed with it, as any `Rc`. A `TimerHandle` dropped
+//!   last gives its cell back to the pool instead, so a timer whose handle outlives its run
+//!   (every `Sleep` keeps one) still allocates nothing in steady state.
 //!
 //! State machine of a cell (it runs at most once per use):
 //!
@@ -87,10 +89,14 @@ trait AnyPool {
 /// The finished cells of one closure type, ready for reuse.
 struct Pool<F> {
     free: RefCell<Vec<Rc<Once<F>>>>,
+    /// Set when the loop is dropped: a cell given back later (by a `TimerHandle` that outlived
+    /// the loop) is freed instead, or it and its pool would hold each other forever.
+    closed: Cell<bool>,
 }
 
 impl<F: 'static> AnyPool for Pool<F> {
     fn clear(&self) {
+        self.closed.set(true);
         let cells = std::mem::take(&mut *self.free.borrow_mut());
         drop(cells); // pooled cells hold no closure: no user code runs
     }
@@ -149,7 +155,7 @@ impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
         }
         let pool = &cell.pool;
         let mut free = pool.free.borrow_mut();
-        if free.len() < POOL_MAX {
+        if free.len() < POOL_MAX && !pool.closed.get() {
             free.push(cell.clone());
         }
     }
@@ -202,6 +208,30 @@ impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
         let ran = self.run(event_loop);
         Once::put_back(self);
         ran
+    }
+}
+
+/// A cell that is never scheduled and never runs: what a `TimerHandle` holds for the instant
+/// of its drop, after it gave its real cell back to the pool (`handle.rs`). One per loop, shared.
+pub(crate) struct Spent;
+
+impl Callback for Spent {
+    fn run(&self, _: &EventLoop) -> bool {
+        false
+    }
+    fn cancel(&self) -> bool {
+        false
+    }
+    fn state(&self) -> State {
+        State::Done
+    }
+    fn set_state(&self, _: State) {}
+    fn location(&self) -> &'static Location<'static> {
+        Location::caller()
+    }
+    fn recycle(self: Rc<Self>) {}
+    fn run_once(self: Rc<Self>, _: &EventLoop) -> bool {
+        false
     }
 }
 
@@ -295,6 +325,7 @@ impl Cells {
             .or_insert_with(|| {
                 let pool = Rc::new(Pool::<F> {
                     free: RefCell::new(Vec::new()),
+                    closed: Cell::new(false),
                 });
                 PoolViews {
                     typed: pool.clone(),

@@ -1,25 +1,34 @@
 //! Time in the task layer: [`sleep`], [`sleep_until`], [`timeout`], [`interval`],
 //! [`yield_now`].
 //!
-//! Layer: task layer, on `promise.rs` and the loop's timer queue. [`sleep`] is what the seed's
-//! `meu_sleep` builds by hand: a [`Promise`] resolved by `call_at` — a timer whose callback
-//! sets the promise, which wakes the task that awaits it. Dropping a `Sleep` (a cancelled
-//! task, a lost `timeout` race) cancels its timer, so nothing is left in the heap.
+//! Layer: task layer, on the loop's timer queue. [`sleep`] is what the seed's `meu_sleep`
+//! builds by hand from a promise and `call_at`, with the promise taken out: the timer's
+//! callback wakes the task itself, and the timer's handle says whether it ran. Dropping a
+//! `Sleep` (a cancelled task, a lost `timeout` race) cancels its timer, so nothing is left in
+//! the heap. In steady state a sleep allocates nothing: its timer's cell comes from the
+//! loop's pool and goes back to it when the `Sleep` is dropped (`docs/09-promises.md`).
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::promise::Promise;
 use crate::reactor::{loop_time, TimerHandle, MAX_DELAY};
 
 /// The future of [`sleep`] and [`sleep_until`].
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Deadline,
-    armed: Option<(Promise<()>, TimerHandle)>,
+    /// The timer, from the first poll on, and the waker its callback will wake.
+    armed: Option<Armed>,
+}
+
+/// A [`Sleep`]'s timer and a copy of the waker the timer's callback owns (kept to notice a
+/// poll from another task, which must be woken instead).
+struct Armed {
+    timer: TimerHandle,
+    waker: Waker,
 }
 
 /// When a [`Sleep`] ends: an instant, or a delay not yet started.
@@ -37,8 +46,8 @@ enum Deadline {
 /// one (say, as the argument of `run_until_complete`), it starts when the sleep is first
 /// polled, so that a loop on a virtual clock measures it on its own clock.
 ///
-/// Built from the loop's primitives: on first poll it creates a [`Promise`] and a
-/// `call_at` timer that resolves it. Delays beyond [`MAX_DELAY`] are clamped.
+/// Built from the loop's primitives: on first poll it makes a `call_at` timer whose callback
+/// wakes the polling task. Delays beyond [`MAX_DELAY`] are clamped.
 ///
 /// # Panics
 /// When first polled outside a running loop.
@@ -124,8 +133,8 @@ impl Sleep {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
-        if let Some((_, timer)) = self.armed.take() {
-            timer.cancel();
+        if let Some(armed) = self.armed.take() {
+            armed.timer.cancel();
         }
         self.deadline = Deadline::At(deadline);
     }
@@ -135,35 +144,36 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.armed.is_none() {
-            let event_loop = crate::reactor::current();
-            let deadline = match self.deadline {
-                Deadline::At(when) => when,
-                Deadline::After(delay) => event_loop.time() + delay,
-            };
-            self.deadline = Deadline::At(deadline);
-            let promise: Promise<()> = event_loop.create_promise();
-            let p = promise.clone();
-            // The timer's callback resolves the promise; the promise wakes the task.
-            let timer = event_loop.call_at(deadline, move |_| {
-                let _ = p.set_result(());
-            });
-            self.armed = Some((promise, timer));
+        if let Some(armed) = &self.armed {
+            if armed.timer.is_done() {
+                return Poll::Ready(()); // the callback ran: it woke us
+            }
+            if armed.waker.will_wake(cx.waker()) {
+                return Poll::Pending;
+            }
         }
-        let Some((promise, _)) = self.armed.as_mut() else {
-            unreachable!()
+        // The first poll, or a poll from another task than the one the timer would wake.
+        let event_loop = crate::reactor::current();
+        let deadline = match self.deadline {
+            Deadline::At(when) => when,
+            Deadline::After(delay) => event_loop.time() + delay,
         };
-        match Pin::new(promise).poll(cx) {
-            Poll::Ready(_) => Poll::Ready(()),
-            Poll::Pending => Poll::Pending,
+        self.deadline = Deadline::At(deadline);
+        let waker = cx.waker().clone();
+        let wake = waker.clone();
+        // The timer's callback wakes the task; `is_done` on its handle says it ran.
+        let timer = event_loop.call_at(deadline, move |_| wake.wake());
+        if let Some(old) = self.armed.replace(Armed { timer, waker }) {
+            old.timer.cancel();
         }
+        Poll::Pending
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some((_, timer)) = self.armed.take() {
-            timer.cancel();
+        if let Some(armed) = self.armed.take() {
+            armed.timer.cancel();
         }
     }
 }
@@ -420,14 +430,14 @@ impl Interval {
     /// ```
     /// # mod futures_core {
     /// #     use std::pin::Pin;
-    /// #     use std::task::{Context, Poll};
+    /// #     use std::task::{Context, Poll, Waker};
     /// #     pub trait Stream {
     /// #         type Item;
     /// #         fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>>;
     /// #     }
     /// # }
     /// use std::pin::Pin;
-    /// use std::task::{Context, Poll};
+    /// use std::task::{Context, Poll, Waker};
     /// use std::time::{Duration, Instant};
     ///
     /// struct IntervalStream(evloop::task::Interval);

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::common::{pair, Backend, EventLoop};
 use super::count;
+use evloop::sys::alloc_count::bytes_in_use;
 
 /// `chains` parallel chains of `call_soon`, `links` callbacks each; every closure captures
 /// data (an `Rc` and a number), so a cell that was not recycled would cost an allocation.
@@ -132,4 +133,47 @@ per_backend! {
         assert!(kept.is_done() && !kept.is_cancelled());
         assert!(cancelled.is_cancelled() && !cancelled.is_done());
     }
+
+    /// A timer handle dropped last gives its cell back to the pool, the cell is reused, and a
+    /// handle that outlives its loop frees its cell instead (a pooled cell and its pool hold
+    /// each other: the loop's drop ends that, and nothing may be pooled after it). Every byte
+    /// the loop and its timers took is given back, in either order of the two drops.
+    fn timer_handles_dropped_last_recycle_their_cells_and_free_them_late(backend: Backend) {
+        drop(EventLoop::with_backend(backend).unwrap()); // this thread's first loop: warm-up
+        for handle_outlives_loop in [false, true] {
+            let before = bytes_in_use();
+            let lp = EventLoop::with_backend(backend).unwrap();
+            let ran = Rc::new(Cell::new(0));
+            let arm = |lp: &EventLoop| {
+                let ran = ran.clone();
+                lp.call_later(Duration::ZERO, move |_| ran.set(ran.get() + 1))
+            };
+            let first = arm(&lp);
+            while !first.is_done() {
+                lp.run_nowait().unwrap();
+            }
+            drop(first); // the last holder of a finished cell: back to the pool
+            let (allocations, second) = count(|| arm(&lp));
+            assert_eq!(allocations, 0, "{backend:?}: the pooled cell was reused");
+            while !second.is_done() {
+                lp.run_nowait().unwrap();
+            }
+            if handle_outlives_loop {
+                drop(lp);
+                drop(second);
+            } else {
+                drop(second);
+                drop(lp);
+            }
+            assert_eq!(ran.get(), 2);
+            drop(ran);
+            assert_eq!(
+                bytes_in_use(),
+                before,
+                "{backend:?}: bytes left behind (handle dropped after the loop: \
+                 {handle_outlives_loop})"
+            );
+        }
+    }
+
 }

@@ -8,6 +8,7 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::time::Duration;
 
 use evloop::sys::alloc_count::allocations;
 use evloop::task::sync::Notify;
@@ -308,5 +309,43 @@ per_backend! {
         for waiter in waiters {
             waiter.cancel();
         }
+    }
+
+    /// A task that sleeps, races a `timeout` it wins, and ticks an `Interval`, many times:
+    /// each arms a timer whose handle outlives its run (the `Sleep` keeps it), and the cell
+    /// goes back to the pool when the `Sleep` lets go of it. No allocation per sleep, per
+    /// timeout or per tick in steady state.
+    fn sleeps_timeouts_and_ticks_allocate_nothing(backend: Backend) {
+        let lp = common::new_loop(backend);
+        let task = lp.spawn(async {
+            let mut interval = evloop::interval(Duration::from_micros(1));
+            let mut counts = [0; 3];
+            for round in 0..2 {
+                for (what, count) in counts.iter_mut().enumerate() {
+                    let before = allocations();
+                    for _ in 0..WAKES {
+                        match what {
+                            0 => evloop::sleep(Duration::ZERO).await,
+                            1 => {
+                                // Pending once (the timer is armed), then done: the
+                                // timer is cancelled and swept from the heap later.
+                                let won =
+                                    evloop::timeout(Duration::from_secs(60), evloop::yield_now())
+                                        .await;
+                                assert!(won.is_ok());
+                            }
+                            _ => {
+                                interval.tick().await;
+                            }
+                        }
+                    }
+                    if round == 1 {
+                        *count = allocations() - before; // round 0 warmed up
+                    }
+                }
+            }
+            counts
+        });
+        assert_eq!(lp.run_until_complete(task).unwrap(), Ok([0, 0, 0]));
     }
 }
