@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
-use crate::task::sync::{WaitList, WaiterId};
+use crate::task::sync::{WaitList, Waiter, WaiterId};
 
 /// Locks a channel's state. A panic never happens under these locks (no user code runs
 /// there: wakers are woken and items dropped after unlocking), so poisoning is ignored.
@@ -72,15 +72,20 @@ fn unpark(list: &mut WaitList<()>, slot: &mut Option<WaiterId>) {
     }
 }
 
-/// Takes every parked waker, to wake after unlocking.
-fn take_wakers(list: &mut WaitList<()>) -> VecDeque<Waker> {
-    list.take_all().into_iter().map(|w| w.waker).collect()
+/// Takes every parked waiter, to wake after unlocking ([`wake_all`]).
+fn take_waiters(list: &mut WaitList<()>) -> VecDeque<Waiter<()>> {
+    list.take_all()
 }
 
-/// Wakes `wakers` (user code: call it with no lock held).
-fn wake_all(wakers: VecDeque<Waker>) {
-    for waker in wakers {
-        waker.wake();
+/// Wakes the waiters `served` (user code: call it with no lock held), then hands their
+/// emptied deque to `give_back` (which locks and calls `WaitList::give_back`), so that the
+/// next wait parks in reused memory: waking everyone allocates nothing in steady state.
+fn wake_all(mut served: VecDeque<Waiter<()>>, give_back: impl FnOnce(VecDeque<Waiter<()>>)) {
+    for waiter in served.drain(..) {
+        waiter.waker.wake();
+    }
+    if served.capacity() > 0 {
+        give_back(served);
     }
 }
 

@@ -73,6 +73,7 @@
 //! | a waiting future polled again | O(log n): binary search by waiter id |
 //! | a waiting future dropped | O(log n) search + O(n) removal from the middle |
 //! | `set`, `notify_waiters`, a tripping barrier | O(n): wakes all `n` waiters |
+//! | any hand-off to a waiter, once warm | no allocation: the served waiters leave in a deque that goes back to the wait list (`WaitList::take_front`, `WaitList::give_back`), checked for every primitive and channel by `hand_offs_through_sync_primitives_and_channels_allocate_nothing` (`tests/allocations/tasks.rs`) |
 //!
 //! Waiter ids only grow and waiters join at the back, so a wait list is always sorted by id:
 //! binary search finds a waiter, and a waiter served from the front knows it was served when
@@ -107,4 +108,4 @@ pub use notify::{Notified, Notify};
 pub use queue::{Get, Put, Queue, QueueEmpty, QueueFull};
 pub use rwlock::{ReadLock, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteLock};
 pub use semaphore::{Acquire, Semaphore, SemaphorePermit};
-pub(crate) use wait_list::{Stage, WaitList, WaiterId, POLLED_AFTER_DONE};
+pub(crate) use wait_list::{Stage, WaitList, Waiter, WaiterId, POLLED_AFTER_DONE};

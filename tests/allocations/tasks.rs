@@ -10,8 +10,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use evloop::channel::{broadcast, mpsc, watch};
 use evloop::sys::alloc_count::allocations;
-use evloop::task::sync::Notify;
+use evloop::task::sync::{Event, Mutex, Notify, Queue, RwLock, Semaphore};
 use evloop::{Backend, Task};
 
 #[allow(unused_imports)]
@@ -46,6 +47,20 @@ async fn await_batch(handles: &mut Vec<Task<usize>>) -> (u64, usize) {
         sum += h.await.unwrap();
     }
     (allocations() - before, sum)
+}
+
+/// Runs `round` twice on a fresh loop (a warm-up, then counted) and gives the allocations of
+/// the second run per hand-off (`WAKES` hand-offs a run), the spawn of its helper task aside.
+fn per_hand_off<Fut: std::future::Future<Output = ()> + 'static>(
+    backend: Backend,
+    round: impl Fn() -> Fut,
+) -> u64 {
+    let lp = common::new_loop(backend);
+    lp.run_until_complete(round()).unwrap();
+    let before = allocations();
+    lp.run_until_complete(round()).unwrap();
+    // One allocation per run is the helper task's cell; one is `run_until_complete`'s future.
+    (allocations() - before).saturating_sub(2) / WAKES as u64
 }
 
 /// Notifies `ping`, then waits for `pong`: one round trip with the task that answers.
@@ -348,4 +363,157 @@ per_backend! {
         });
         assert_eq!(lp.run_until_complete(task).unwrap(), Ok([0, 0, 0]));
     }
+
+    /// Every hand-off from one task to another that waits, through each primitive of
+    /// `sync` and each channel: a permit, a lock, a value. The waiter's waker is parked in a
+    /// wait list and woken from it; the list's memory is reused, and the wakers are called
+    /// without collecting them into a new vector. None of it allocates once warm.
+    fn hand_offs_through_sync_primitives_and_channels_allocate_nothing(backend: Backend) {
+        let semaphore = Rc::new(Semaphore::new(1));
+        let rwlock = Rc::new(RwLock::new(0u64));
+        let mutex = Rc::new(Mutex::new(0u64));
+        let queue = Rc::new(Queue::<u64>::new(1));
+        let event = Rc::new(Event::new());
+        let (watch_tx, watch_rx) = watch::channel(0u64);
+        let (watch_tx, watch_rx) = (Rc::new(watch_tx), Rc::new(std::cell::RefCell::new(watch_rx)));
+        let (bc_tx, bc_rx) = broadcast::channel::<u64>(16);
+        let (bc_tx, bc_rx) = (Rc::new(bc_tx), Rc::new(std::cell::RefCell::new(bc_rx)));
+        let (mpsc_tx, mpsc_rx) = mpsc::bounded::<u64>(1);
+        let mpsc_rx = Rc::new(std::cell::RefCell::new(mpsc_rx));
+        // Two tasks take turns holding the permit or the lock across a yield, so each
+        // acquisition waits for the other's release.
+        let counts = [
+            ("semaphore", per_hand_off(backend, || {
+                let s = semaphore.clone();
+                async move {
+                    let s2 = s.clone();
+                    let other = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            let _p = s2.acquire().await;
+                            evloop::yield_now().await;
+                        }
+                    });
+                    for _ in 0..WAKES {
+                        let _p = s.acquire().await;
+                        evloop::yield_now().await;
+                    }
+                    other.await.unwrap();
+                }
+            })),
+            ("rwlock", per_hand_off(backend, || {
+                let l = rwlock.clone();
+                async move {
+                    let l2 = l.clone();
+                    let other = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            let _r = l2.read().await;
+                            evloop::yield_now().await;
+                        }
+                    });
+                    for _ in 0..WAKES {
+                        let mut w = l.write().await;
+                        *w += 1;
+                        evloop::yield_now().await;
+                    }
+                    other.await.unwrap();
+                }
+            })),
+            ("mutex", per_hand_off(backend, || {
+                let m = mutex.clone();
+                async move {
+                    let m2 = m.clone();
+                    let other = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            let _g = m2.lock().await;
+                            evloop::yield_now().await;
+                        }
+                    });
+                    for _ in 0..WAKES {
+                        let _g = m.lock().await;
+                        evloop::yield_now().await;
+                    }
+                    other.await.unwrap();
+                }
+            })),
+            ("queue", per_hand_off(backend, || {
+                let q = queue.clone();
+                async move {
+                    let q2 = q.clone();
+                    let consumer = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            q2.get().await;
+                        }
+                    });
+                    for i in 0..WAKES as u64 {
+                        q.put(i).await;
+                    }
+                    consumer.await.unwrap();
+                }
+            })),
+            ("event", per_hand_off(backend, || {
+                let e = event.clone();
+                async move {
+                    let e2 = e.clone();
+                    let waiter = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            e2.wait().await;
+                            e2.clear();
+                        }
+                    });
+                    for _ in 0..WAKES {
+                        evloop::yield_now().await;
+                        e.set();
+                    }
+                    waiter.await.unwrap();
+                }
+            })),
+            ("watch", per_hand_off(backend, || {
+                let (tx, rx) = (watch_tx.clone(), watch_rx.clone());
+                async move {
+                    let receiver = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            rx.borrow_mut().changed().await.unwrap();
+                        }
+                    });
+                    for i in 0..WAKES as u64 {
+                        evloop::yield_now().await;
+                        tx.send(i).unwrap();
+                    }
+                    receiver.await.unwrap();
+                }
+            })),
+            ("broadcast", per_hand_off(backend, || {
+                let (tx, rx) = (bc_tx.clone(), bc_rx.clone());
+                async move {
+                    let receiver = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            rx.borrow_mut().recv().await.unwrap();
+                        }
+                    });
+                    for i in 0..WAKES as u64 {
+                        evloop::yield_now().await;
+                        tx.send(i).unwrap();
+                    }
+                    receiver.await.unwrap();
+                }
+            })),
+            ("mpsc", per_hand_off(backend, || {
+                let (tx, rx) = (mpsc_tx.clone(), mpsc_rx.clone());
+                async move {
+                    let receiver = evloop::spawn(async move {
+                        for _ in 0..WAKES {
+                            rx.borrow_mut().recv().await.unwrap();
+                        }
+                    });
+                    for i in 0..WAKES as u64 {
+                        tx.send(i).await.unwrap();
+                    }
+                    receiver.await.unwrap();
+                }
+            })),
+        ];
+        let allocating: Vec<_> = counts.iter().filter(|(_, n)| *n > 0).collect();
+        assert!(allocating.is_empty(), "allocations per hand-off: {allocating:?}");
+    }
+
 }

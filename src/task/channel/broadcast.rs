@@ -67,7 +67,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use super::{lock, park, take_wakers, unpark, wake_all};
+use super::{lock, park, take_waiters, unpark, wake_all};
 use crate::task::sync::{WaitList, WaiterId};
 
 /// One kept value.
@@ -208,7 +208,7 @@ impl<T> Sender<T> {
     /// assert_eq!(tx.send(2), Err(broadcast::SendError(2)));
     /// ```
     pub fn send(&self, value: T) -> Result<usize, SendError<T>> {
-        let (receivers, wakers, overwritten) = {
+        let (receivers, served, overwritten) = {
             let mut st = lock(&self.shared);
             if st.receivers == 0 {
                 return Err(SendError(value));
@@ -224,11 +224,11 @@ impl<T> Sender<T> {
                 value,
                 unseen: receivers,
             });
-            (receivers, take_wakers(&mut st.waiting), overwritten)
+            (receivers, take_waiters(&mut st.waiting), overwritten)
         };
         // User code, outside the lock: the overwritten value's destructor, then the wakers.
         drop(overwritten);
-        wake_all(wakers);
+        wake_all(served, |d| lock(&self.shared).waiting.give_back(d));
         Ok(receivers)
     }
 
@@ -283,16 +283,16 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        let wakers = {
+        let served = {
             let mut st = lock(&self.shared);
             st.senders -= 1;
             if st.senders > 0 {
                 return;
             }
-            take_wakers(&mut st.waiting)
+            take_waiters(&mut st.waiting)
         };
         // The last sender: waiting receivers must see the end.
-        wake_all(wakers);
+        wake_all(served, |d| lock(&self.shared).waiting.give_back(d));
     }
 }
 

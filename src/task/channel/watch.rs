@@ -65,7 +65,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::task::{Context, Poll};
 
-use super::{lock, park, take_wakers, unpark, wake_all};
+use super::{lock, park, take_waiters, unpark, wake_all};
 use crate::task::sync::{WaitList, WaiterId};
 
 /// The value and its version: the number of times it was replaced.
@@ -197,8 +197,8 @@ impl<T> Sender<T> {
             std::mem::replace(&mut current.value, value)
         };
         // The version is bumped before the waiters are taken: see "No lost wake-up".
-        let wakers = take_wakers(&mut lock(&self.shared.control).waiting);
-        wake_all(wakers);
+        let served = take_waiters(&mut lock(&self.shared.control).waiting);
+        wake_all(served, |d| lock(&self.shared.control).waiting.give_back(d));
         old
     }
 
@@ -271,12 +271,12 @@ impl<T> Sender<T> {
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        let wakers = {
+        let served = {
             let mut control = lock(&self.shared.control);
             control.sender_alive = false;
-            take_wakers(&mut control.waiting)
+            take_waiters(&mut control.waiting)
         };
-        wake_all(wakers);
+        wake_all(served, |d| lock(&self.shared.control).waiting.give_back(d));
     }
 }
 

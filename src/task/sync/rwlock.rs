@@ -23,13 +23,14 @@
 //! counted as held for the granted waiters before they run.
 
 use std::cell::{Ref, RefCell, RefMut};
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
-use super::{Stage, WaitList, POLLED_AFTER_DONE};
+use super::{Stage, WaitList, Waiter, POLLED_AFTER_DONE};
 
 /// What a waiter waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,22 +51,22 @@ struct RwLockState {
 
 impl RwLockState {
     /// Grants the lock to the waiters at the front that can have it now (a run of readers,
-    /// or one writer); gives back the wakers to call once the borrow ends.
-    fn grant(&mut self) -> Vec<Waker> {
-        let mut woken = Vec::new();
-        while let Some(front) = self.waiters.get(0) {
+    /// or one writer); gives back the served waiters, to wake once the borrow ends
+    /// ([`wake_all`]).
+    fn grant(&mut self) -> VecDeque<Waiter<Access>> {
+        let mut granted = 0;
+        while let Some(front) = self.waiters.get(granted) {
             match front.value {
                 Access::Read if !self.writer => self.readers += 1,
                 Access::Write if !self.writer && self.readers == 0 => self.writer = true,
                 _ => break,
             }
-            let waiter = self.waiters.pop_front().expect("the front exists");
-            woken.push(waiter.waker);
+            granted += 1;
             if self.writer {
                 break;
             }
         }
-        woken
+        self.waiters.take_front(granted)
     }
 
     fn is_free(&self) -> bool {
@@ -73,11 +74,13 @@ impl RwLockState {
     }
 }
 
-/// Calls user code: wakers. The caller holds no borrow.
-fn wake_all(woken: Vec<Waker>) {
-    for waker in woken {
-        waker.wake();
+/// Wakes the waiters `grant` served (user code: the caller holds no borrow), then gives
+/// their deque's memory back to the wait list, so a hand-off allocates nothing.
+fn wake_all(state: &RefCell<RwLockState>, mut served: VecDeque<Waiter<Access>>) {
+    for waiter in served.drain(..) {
+        waiter.waker.wake();
     }
+    state.borrow_mut().waiters.give_back(served);
 }
 
 /// An async reader-writer lock around a value of type `T`: many readers or one writer at a
@@ -290,7 +293,7 @@ impl<T> RwLock<T> {
             st.readers -= 1;
             st.grant()
         };
-        wake_all(woken);
+        wake_all(&self.state, woken);
     }
 
     /// Releases the write access and serves whoever can go now.
@@ -300,7 +303,7 @@ impl<T> RwLock<T> {
             st.writer = false;
             st.grant()
         };
-        wake_all(woken);
+        wake_all(&self.state, woken);
     }
 
     /// Polls a waiting `read`/`write` future: whether it was granted (served from the
@@ -353,7 +356,7 @@ impl<T> RwLock<T> {
             }
             st.grant()
         };
-        wake_all(woken);
+        wake_all(&self.state, woken);
     }
 }
 

@@ -10,7 +10,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use super::{Stage, WaitList, POLLED_AFTER_DONE};
 
@@ -117,23 +117,21 @@ impl Semaphore {
     /// If the free count would overflow `usize`.
     #[doc(alias = "release")]
     pub fn add_permits(&self, n: usize) {
-        let woken: Vec<Waker> = {
+        let mut served = {
             let mut st = self.state.borrow_mut();
-            let handed = n.min(st.waiters.len());
-            let woken = (0..handed)
-                .filter_map(|_| st.waiters.pop_front())
-                .map(|waiter| waiter.waker)
-                .collect();
+            let served = st.waiters.take_front(n);
             st.permits = st
                 .permits
-                .checked_add(n - handed)
+                .checked_add(n - served.len())
                 .expect("Semaphore::add_permits: the permit count overflowed usize");
-            woken
+            served
         };
         // Calls user code: wakers. No borrow is held.
-        for waker in woken {
-            waker.wake();
+        for waiter in served.drain(..) {
+            waiter.waker.wake();
         }
+        // The deque's memory goes back to the wait list: a release allocates nothing.
+        self.state.borrow_mut().waiters.give_back(served);
     }
 
     /// Releases one permit: hands it to the first waiter, or adds it to the free count.

@@ -113,6 +113,16 @@ impl<E> WaitList<E> {
         std::mem::replace(&mut self.entries, spare)
     }
 
+    /// Serves the first `n` waiters at once (fewer if fewer wait), from the front, so
+    /// [`was_served`](WaitList::was_served) tells them. Hand the deque back with
+    /// [`give_back`](WaitList::give_back) once the waiters are woken.
+    pub(crate) fn take_front(&mut self, n: usize) -> VecDeque<Waiter<E>> {
+        let mut served = std::mem::take(&mut self.spare);
+        let n = n.min(self.entries.len());
+        served.extend(self.entries.drain(..n));
+        served
+    }
+
     /// Takes back a deque of served waiters, emptied, to reuse its memory.
     pub(crate) fn give_back(&mut self, mut served: VecDeque<Waiter<E>>) {
         served.clear();
