@@ -63,6 +63,11 @@ fn per_hand_off<Fut: std::future::Future<Output = ()> + 'static>(
     (allocations() - before).saturating_sub(2) / WAKES as u64
 }
 
+/// A receiver that each run's task takes, and puts back for the next run.
+fn lend<R>(receiver: R) -> Rc<Cell<Option<R>>> {
+    Rc::new(Cell::new(Some(receiver)))
+}
+
 /// Notifies `ping`, then waits for `pong`: one round trip with the task that answers.
 async fn round_trip(ping: &Notify, pong: &Notify) {
     ping.notify_one();
@@ -375,11 +380,11 @@ per_backend! {
         let queue = Rc::new(Queue::<u64>::new(1));
         let event = Rc::new(Event::new());
         let (watch_tx, watch_rx) = watch::channel(0u64);
-        let (watch_tx, watch_rx) = (Rc::new(watch_tx), Rc::new(std::cell::RefCell::new(watch_rx)));
+        let (watch_tx, watch_rx) = (Rc::new(watch_tx), lend(watch_rx));
         let (bc_tx, bc_rx) = broadcast::channel::<u64>(16);
-        let (bc_tx, bc_rx) = (Rc::new(bc_tx), Rc::new(std::cell::RefCell::new(bc_rx)));
+        let (bc_tx, bc_rx) = (Rc::new(bc_tx), lend(bc_rx));
         let (mpsc_tx, mpsc_rx) = mpsc::bounded::<u64>(1);
-        let mpsc_rx = Rc::new(std::cell::RefCell::new(mpsc_rx));
+        let mpsc_rx = lend(mpsc_rx);
         // Two tasks take turns holding the permit or the lock across a yield, so each
         // acquisition waits for the other's release.
         let counts = [
@@ -471,9 +476,11 @@ per_backend! {
                 let (tx, rx) = (watch_tx.clone(), watch_rx.clone());
                 async move {
                     let receiver = evloop::spawn(async move {
+                        let mut r = rx.take().unwrap();
                         for _ in 0..WAKES {
-                            rx.borrow_mut().changed().await.unwrap();
+                            r.changed().await.unwrap();
                         }
+                        rx.set(Some(r)); // for the next run
                     });
                     for i in 0..WAKES as u64 {
                         evloop::yield_now().await;
@@ -486,9 +493,11 @@ per_backend! {
                 let (tx, rx) = (bc_tx.clone(), bc_rx.clone());
                 async move {
                     let receiver = evloop::spawn(async move {
+                        let mut r = rx.take().unwrap();
                         for _ in 0..WAKES {
-                            rx.borrow_mut().recv().await.unwrap();
+                            r.recv().await.unwrap();
                         }
+                        rx.set(Some(r)); // for the next run
                     });
                     for i in 0..WAKES as u64 {
                         evloop::yield_now().await;
@@ -501,9 +510,11 @@ per_backend! {
                 let (tx, rx) = (mpsc_tx.clone(), mpsc_rx.clone());
                 async move {
                     let receiver = evloop::spawn(async move {
+                        let mut r = rx.take().unwrap();
                         for _ in 0..WAKES {
-                            rx.borrow_mut().recv().await.unwrap();
+                            r.recv().await.unwrap();
                         }
+                        rx.set(Some(r)); // for the next run
                     });
                     for i in 0..WAKES as u64 {
                         tx.send(i).await.unwrap();
