@@ -27,9 +27,10 @@
 //!   closure type.
 //! - **Handles keep their cell.** A cell is recycled only by its last holder, once it ran or
 //!   was cancelled: usually the loop; a `Handle` the user kept answers `is_done()` for as long
-//!   as it exists, and its cell is then freed with it, as any `Rc`. A `TimerHandle` dropped
-//!   last gives its cell back to the pool instead, so a timer whose handle outlives its run
-//!   (every `Sleep` keeps one) still allocates nothing in steady state.
+//!   as it exists. A `TimerHandle` dropped last gives its cell back to the pool
+//!   ([`release_from_handle`]), so a timer whose handle outlives its run (every `Sleep`
+//!   keeps its timer's) still allocates nothing in steady state; a `Handle` kept past its
+//!   run frees its cell with it, as any `Rc` (its drop is on the fan-out's hot path).
 //!
 //! State machine of a cell (it runs at most once per use):
 //!
@@ -75,6 +76,9 @@ pub(crate) trait Callback {
     /// Called by the loop as it lets go of a cell that ran or was skipped: if nobody else
     /// holds it, it goes back to its type's pool; otherwise it is simply dropped.
     fn recycle(self: Rc<Self>);
+    /// [`recycle`](Callback::recycle) for a handle's drop, which may come after the loop's:
+    /// a cell whose pool was closed is freed.
+    fn recycle_late(self: Rc<Self>);
     /// [`run`](Callback::run), then [`recycle`](Callback::recycle): the ready deque's one
     /// call per callback. Calls user code.
     fn run_once(self: Rc<Self>, event_loop: &EventLoop) -> bool;
@@ -146,16 +150,22 @@ impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
 
     /// Back to the pool if nobody else can see the cell: a `Handle` still held keeps its
     /// cell, and a pending cell (never the case here) would lose its closure.
+    ///
+    /// `LATE` is for a cell given back by a handle, which may outlive the loop: then the pool
+    /// may be closed. The loop's own calls come while the loop is alive, and skip that test.
     #[inline(always)]
-    fn put_back(cell: Rc<Once<F>>) {
+    fn put_back<const LATE: bool>(cell: Rc<Once<F>>) {
         if Rc::strong_count(&cell) != 1
             || matches!(cell.state.get(), State::Scheduled | State::Queued)
         {
             return;
         }
         let pool = &cell.pool;
+        if LATE && pool.closed.get() {
+            return;
+        }
         let mut free = pool.free.borrow_mut();
-        if free.len() < POOL_MAX && !pool.closed.get() {
+        if free.len() < POOL_MAX {
             free.push(cell.clone());
         }
     }
@@ -201,19 +211,53 @@ impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
     }
 
     fn recycle(self: Rc<Self>) {
-        Once::put_back(self);
+        Once::put_back::<false>(self);
+    }
+
+    fn recycle_late(self: Rc<Self>) {
+        Once::put_back::<true>(self);
     }
 
     fn run_once(self: Rc<Self>, event_loop: &EventLoop) -> bool {
         let ran = self.run(event_loop);
-        Once::put_back(self);
+        Once::put_back::<false>(self);
         ran
     }
 }
 
-/// A cell that is never scheduled and never runs: what a `TimerHandle` holds for the instant
-/// of its drop, after it gave its real cell back to the pool (`handle.rs`). One per loop, shared.
-pub(crate) struct Spent;
+/// A cell that is never scheduled and never runs: what a handle holds for the instant of its
+/// drop, after it gave its real cell back to the pool ([`release_from_handle`]). One per
+/// thread, shared.
+struct Spent;
+
+thread_local! {
+    static SPENT: Rc<dyn Callback> = Rc::new(Spent);
+}
+
+/// Called by the `Drop` of a [`TimerHandle`](crate::TimerHandle): the last holder of a cell
+/// that ran or was cancelled gives it back to its pool, so a timer whose handle outlives its
+/// run (every `Sleep` keeps its timer's) still allocates nothing next time. To hand over its
+/// `Rc`, the handle swaps in the shared [`Spent`] cell.
+///
+/// `call_soon`'s [`Handle`](crate::Handle) does not do this: it is usually dropped at once,
+/// while the loop still holds the cell, and even this inline check cost the fan-out 6
+/// instructions per callback (219 to 225, `docs/16-performance.md`). A `Handle` kept until
+/// after its callback ran frees its cell, as any `Rc`.
+#[inline(always)]
+pub(crate) fn release_from_handle(cell: &mut Rc<dyn Callback>) {
+    if Rc::strong_count(cell) == 1 {
+        give_back_from_handle(cell);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn give_back_from_handle(cell: &mut Rc<dyn Callback>) {
+    // During the thread's teardown the placeholder may be gone: then the cell is just freed.
+    if let Ok(spent) = SPENT.try_with(Rc::clone) {
+        std::mem::replace(cell, spent).recycle_late(); // a pending cell stays out (`put_back`)
+    }
+}
 
 impl Callback for Spent {
     fn run(&self, _: &EventLoop) -> bool {
@@ -230,6 +274,7 @@ impl Callback for Spent {
         Location::caller()
     }
     fn recycle(self: Rc<Self>) {}
+    fn recycle_late(self: Rc<Self>) {}
     fn run_once(self: Rc<Self>, _: &EventLoop) -> bool {
         false
     }

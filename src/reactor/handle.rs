@@ -13,17 +13,16 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::reactor::cells::{Callback, Spent, State};
+use crate::reactor::cells::{release_from_handle, Callback, State};
 use crate::reactor::trace_json::JsonTrace;
 
 /// What the timer heap shares with every [`TimerHandle`]: the table of its slots (the heap's
 /// entries name a slot; the slot holds the cell), so `cancel()` can mark the heap's entry
 /// cancelled without a reference to the loop, and the heap can skip it without touching the
 /// cell (`timers.rs`).
+#[derive(Default)]
 pub(crate) struct TimerSlots {
     pub(crate) table: RefCell<SlotTable>,
-    /// What a dropped [`TimerHandle`] holds once it gave its cell back (`cells.rs`, `Spent`).
-    spent: Rc<dyn Callback>,
     /// Timers cancelled before they fired, ever.
     pub(crate) cancelled_total: Cell<u64>,
     /// Whether the loop writes the structured trace (`trace_json.rs`): the flag `cancel`
@@ -31,18 +30,6 @@ pub(crate) struct TimerSlots {
     pub(crate) tracing: Cell<bool>,
     /// The structured trace, while `tracing`.
     pub(crate) trace: RefCell<Option<Rc<JsonTrace>>>,
-}
-
-impl Default for TimerSlots {
-    fn default() -> TimerSlots {
-        TimerSlots {
-            table: RefCell::default(),
-            spent: Rc::new(Spent),
-            cancelled_total: Cell::default(),
-            tracing: Cell::default(),
-            trace: RefCell::default(),
-        }
-    }
 }
 
 /// The slots of the timer heap; see [`TimerSlots`].
@@ -322,11 +309,9 @@ impl Drop for TimerHandle {
     /// The last holder of a cell that ran or was cancelled gives it back to its pool
     /// (`cells.rs`): a `Sleep` holds its timer's handle past the timer's run, and without this
     /// each sleep would allocate a new cell.
+    #[inline(always)]
     fn drop(&mut self) {
-        if Rc::strong_count(&self.cell) == 1 {
-            let cell = std::mem::replace(&mut self.cell, self.slots.spent.clone());
-            cell.recycle(); // keeps a pending cell (never the case with one holder) out
-        }
+        release_from_handle(&mut self.cell);
     }
 }
 
