@@ -383,9 +383,10 @@ per_backend! {
 
     /// A `Sleep` armed by one task and then awaited by another wakes the one that waits now:
     /// the timer would wake the first, so the second poll arms a new timer and cancels the
-    /// old one (one live timer, not two).
+    /// old one (one live timer, not two). On a virtual clock, so that the sleep cannot end
+    /// before the count however slowly the test runs.
     fn a_sleep_moved_to_another_task_wakes_that_task(backend: Backend) {
-        let lp = new_loop(backend);
+        let lp = virtual_loop(backend, true);
         let woken = lp
             .run_until_complete(async {
                 let base = evloop::current().stats().timers; // the test harness's own
@@ -400,7 +401,8 @@ per_backend! {
                 evloop::yield_now().await; // the waiter's first step re-arms
                 evloop::yield_now().await;
                 let live = evloop::current().stats().timers;
-                // A watchdog: without the re-arm the waiter would never be woken.
+                // Without the re-arm the waiter would never be woken: the clock would jump
+                // to this timeout instead.
                 let woken = evloop::timeout(Duration::from_secs(10), waiter).await;
                 (armed - base, live - base, woken.map(Result::unwrap))
             })
