@@ -68,6 +68,20 @@ fn lend<R>(receiver: R) -> Rc<Cell<Option<R>>> {
     Rc::new(Cell::new(Some(receiver)))
 }
 
+/// One run of a hand-off: a spawned task calls `helper` `WAKES` times while the running
+/// future calls `main` as often, then waits for the task.
+async fn both_sides(mut helper: impl AsyncFnMut() + 'static, mut main: impl AsyncFnMut()) {
+    let other = evloop::spawn(async move {
+        for _ in 0..WAKES {
+            helper().await;
+        }
+    });
+    for _ in 0..WAKES {
+        main().await;
+    }
+    other.await.unwrap();
+}
+
 /// Notifies `ping`, then waits for `pong`: one round trip with the task that answers.
 async fn round_trip(ping: &Notify, pong: &Notify) {
     ping.notify_one();
@@ -389,142 +403,97 @@ per_backend! {
         // acquisition waits for the other's release.
         let counts = [
             ("semaphore", per_hand_off(backend, || {
-                let s = semaphore.clone();
-                async move {
-                    let s2 = s.clone();
-                    let other = evloop::spawn(async move {
-                        for _ in 0..WAKES {
-                            let _p = s2.acquire().await;
-                            evloop::yield_now().await;
-                        }
-                    });
-                    for _ in 0..WAKES {
-                        let _p = s.acquire().await;
-                        evloop::yield_now().await;
-                    }
-                    other.await.unwrap();
-                }
+                let (s, s2) = (semaphore.clone(), semaphore.clone());
+                let hold = async move || {
+                    let _p = s.acquire().await;
+                    evloop::yield_now().await;
+                };
+                let hold2 = async move || {
+                    let _p = s2.acquire().await;
+                    evloop::yield_now().await;
+                };
+                both_sides(hold, hold2)
             })),
             ("rwlock", per_hand_off(backend, || {
-                let l = rwlock.clone();
-                async move {
-                    let l2 = l.clone();
-                    let other = evloop::spawn(async move {
-                        for _ in 0..WAKES {
-                            let _r = l2.read().await;
-                            evloop::yield_now().await;
-                        }
-                    });
-                    for _ in 0..WAKES {
-                        let mut w = l.write().await;
-                        *w += 1;
-                        evloop::yield_now().await;
-                    }
-                    other.await.unwrap();
-                }
+                let (l, l2) = (rwlock.clone(), rwlock.clone());
+                let read = async move || {
+                    let _r = l.read().await;
+                    evloop::yield_now().await;
+                };
+                let write = async move || {
+                    *l2.write().await += 1;
+                    evloop::yield_now().await;
+                };
+                both_sides(read, write)
             })),
             ("mutex", per_hand_off(backend, || {
-                let m = mutex.clone();
-                async move {
-                    let m2 = m.clone();
-                    let other = evloop::spawn(async move {
-                        for _ in 0..WAKES {
-                            let _g = m2.lock().await;
-                            evloop::yield_now().await;
-                        }
-                    });
-                    for _ in 0..WAKES {
-                        let _g = m.lock().await;
-                        evloop::yield_now().await;
-                    }
-                    other.await.unwrap();
-                }
+                let (m, m2) = (mutex.clone(), mutex.clone());
+                let hold = async move || {
+                    let _g = m.lock().await;
+                    evloop::yield_now().await;
+                };
+                let hold2 = async move || {
+                    let _g = m2.lock().await;
+                    evloop::yield_now().await;
+                };
+                both_sides(hold, hold2)
             })),
             ("queue", per_hand_off(backend, || {
-                let q = queue.clone();
-                async move {
-                    let q2 = q.clone();
-                    let consumer = evloop::spawn(async move {
-                        for _ in 0..WAKES {
-                            q2.get().await;
-                        }
-                    });
-                    for i in 0..WAKES as u64 {
-                        q.put(i).await;
-                    }
-                    consumer.await.unwrap();
-                }
+                let (q, q2) = (queue.clone(), queue.clone());
+                let get = async move || {
+                    q.get().await;
+                };
+                both_sides(get, async move || q2.put(7).await)
             })),
             ("event", per_hand_off(backend, || {
-                let e = event.clone();
-                async move {
-                    let e2 = e.clone();
-                    let waiter = evloop::spawn(async move {
-                        for _ in 0..WAKES {
-                            e2.wait().await;
-                            e2.clear();
-                        }
-                    });
-                    for _ in 0..WAKES {
-                        evloop::yield_now().await;
-                        e.set();
-                    }
-                    waiter.await.unwrap();
-                }
+                let (e, e2) = (event.clone(), event.clone());
+                let wait = async move || {
+                    e.wait().await;
+                    e.clear();
+                };
+                let set = async move || {
+                    evloop::yield_now().await;
+                    e2.set();
+                };
+                both_sides(wait, set)
             })),
             ("watch", per_hand_off(backend, || {
                 let (tx, rx) = (watch_tx.clone(), watch_rx.clone());
-                async move {
-                    let receiver = evloop::spawn(async move {
-                        let mut r = rx.take().unwrap();
-                        for _ in 0..WAKES {
-                            r.changed().await.unwrap();
-                        }
-                        rx.set(Some(r)); // for the next run
-                    });
-                    for i in 0..WAKES as u64 {
-                        evloop::yield_now().await;
-                        tx.send(i).unwrap();
-                    }
-                    receiver.await.unwrap();
-                }
+                let changed = async move || {
+                    let mut r = rx.take().unwrap();
+                    r.changed().await.unwrap();
+                    rx.set(Some(r));
+                };
+                let send = async move || {
+                    evloop::yield_now().await;
+                    tx.send(7).unwrap();
+                };
+                both_sides(changed, send)
             })),
             ("broadcast", per_hand_off(backend, || {
                 let (tx, rx) = (bc_tx.clone(), bc_rx.clone());
-                async move {
-                    let receiver = evloop::spawn(async move {
-                        let mut r = rx.take().unwrap();
-                        for _ in 0..WAKES {
-                            r.recv().await.unwrap();
-                        }
-                        rx.set(Some(r)); // for the next run
-                    });
-                    for i in 0..WAKES as u64 {
-                        evloop::yield_now().await;
-                        tx.send(i).unwrap();
-                    }
-                    receiver.await.unwrap();
-                }
+                let recv = async move || {
+                    let mut r = rx.take().unwrap();
+                    r.recv().await.unwrap();
+                    rx.set(Some(r));
+                };
+                let send = async move || {
+                    evloop::yield_now().await;
+                    tx.send(7).unwrap();
+                };
+                both_sides(recv, send)
             })),
             ("mpsc", per_hand_off(backend, || {
                 let (tx, rx) = (mpsc_tx.clone(), mpsc_rx.clone());
-                async move {
-                    let receiver = evloop::spawn(async move {
-                        let mut r = rx.take().unwrap();
-                        for _ in 0..WAKES {
-                            r.recv().await.unwrap();
-                        }
-                        rx.set(Some(r)); // for the next run
-                    });
-                    for i in 0..WAKES as u64 {
-                        tx.send(i).await.unwrap();
-                    }
-                    receiver.await.unwrap();
-                }
+                let recv = async move || {
+                    let mut r = rx.take().unwrap();
+                    r.recv().await.unwrap();
+                    rx.set(Some(r));
+                };
+                both_sides(recv, async move || tx.send(7).await.unwrap())
             })),
         ];
         let allocating: Vec<_> = counts.iter().filter(|(_, n)| *n > 0).collect();
         assert!(allocating.is_empty(), "allocations per hand-off: {allocating:?}");
     }
-
 }
