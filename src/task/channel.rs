@@ -72,14 +72,10 @@ fn unpark(list: &mut WaitList<()>, slot: &mut Option<WaiterId>) {
     }
 }
 
-/// Takes every parked waiter, to wake after unlocking ([`wake_all`]).
-fn take_waiters(list: &mut WaitList<()>) -> VecDeque<Waiter<()>> {
-    list.take_all()
-}
-
-/// Wakes the waiters `served` (user code: call it with no lock held), then hands their
-/// emptied deque to `give_back` (which locks and calls `WaitList::give_back`), so that the
-/// next wait parks in reused memory: waking everyone allocates nothing in steady state.
+/// Wakes the waiters `served` (taken with `WaitList::take_all` under the lock; this calls user
+/// code, so call it with no lock held), then hands their emptied deque to `give_back` (which
+/// locks and calls `WaitList::give_back`), so that the next wait parks in reused memory:
+/// waking everyone allocates nothing in steady state.
 fn wake_all(mut served: VecDeque<Waiter<()>>, give_back: impl FnOnce(VecDeque<Waiter<()>>)) {
     for waiter in served.drain(..) {
         waiter.waker.wake();

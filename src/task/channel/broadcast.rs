@@ -67,7 +67,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use super::{lock, park, take_waiters, unpark, wake_all};
+use super::{lock, park, unpark, wake_all};
 use crate::task::sync::{WaitList, WaiterId};
 
 /// One kept value.
@@ -224,7 +224,7 @@ impl<T> Sender<T> {
                 value,
                 unseen: receivers,
             });
-            (receivers, take_waiters(&mut st.waiting), overwritten)
+            (receivers, st.waiting.take_all(), overwritten)
         };
         // User code, outside the lock: the overwritten value's destructor, then the wakers.
         drop(overwritten);
@@ -289,7 +289,7 @@ impl<T> Drop for Sender<T> {
             if st.senders > 0 {
                 return;
             }
-            take_waiters(&mut st.waiting)
+            st.waiting.take_all()
         };
         // The last sender: waiting receivers must see the end.
         wake_all(served, |d| lock(&self.shared).waiting.give_back(d));

@@ -65,7 +65,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::task::{Context, Poll};
 
-use super::{lock, park, take_waiters, unpark, wake_all};
+use super::{lock, park, unpark, wake_all};
 use crate::task::sync::{WaitList, WaiterId};
 
 /// The value and its version: the number of times it was replaced.
@@ -197,7 +197,7 @@ impl<T> Sender<T> {
             std::mem::replace(&mut current.value, value)
         };
         // The version is bumped before the waiters are taken: see "No lost wake-up".
-        let served = take_waiters(&mut lock(&self.shared.control).waiting);
+        let served = lock(&self.shared.control).waiting.take_all();
         wake_all(served, |d| lock(&self.shared.control).waiting.give_back(d));
         old
     }
@@ -274,7 +274,7 @@ impl<T> Drop for Sender<T> {
         let served = {
             let mut control = lock(&self.shared.control);
             control.sender_alive = false;
-            take_waiters(&mut control.waiting)
+            control.waiting.take_all()
         };
         wake_all(served, |d| lock(&self.shared.control).waiting.give_back(d));
     }
