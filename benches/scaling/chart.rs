@@ -106,43 +106,18 @@ pub(crate) fn to_svg(s: &Sweep, rows: &[Row], compare: &[PeerRow]) -> String {
             if block { "block" } else { "nowait" }
         );
         // decade grid and labels
-        let mut d = xmin;
-        while d <= xmax * 1.001 {
-            let x = sx(d);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{x}" y1="{y0}" x2="{x}" y2="{}" stroke="#ddd"/>"##,
-                y0 + ph
-            );
-            let _ = writeln!(
-                svg,
-                r#"<text x="{x}" y="{}" text-anchor="middle">{}</text>"#,
-                y0 + ph + 16.0,
-                d as u64
-            );
-            d *= 10.0;
-        }
-        let mut d = ymin;
-        while d <= ymax * 1.001 {
-            let y = sy(d);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{x0}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/>"##,
-                x0 + pw
-            );
-            let label = if d >= 1000.0 {
+        let ns_or_us = |d: f64| {
+            if d >= 1000.0 {
                 format!("{} µs", d / 1000.0)
             } else {
                 format!("{d} ns")
-            };
-            let _ = writeln!(
-                svg,
-                r#"<text x="{}" y="{}" text-anchor="end">{label}</text>"#,
-                x0 - 6.0,
-                y + 4.0
-            );
-            d *= 10.0;
-        }
+            }
+        };
+        let frame = Frame { x0, y0, pw, ph };
+        decade_grid(&mut svg, &frame, (xmin, xmax, &sx), |d| {
+            format!("{}", d as u64)
+        });
+        decade_grid_y(&mut svg, &frame, (ymin, ymax, &sy), ns_or_us);
         let _ = writeln!(
             svg,
             r#"<text x="{}" y="{}" text-anchor="middle">N watched fds (log)</text>"#,
@@ -260,6 +235,60 @@ fn log_range(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     (min, 10f64.powf(hi.log10().ceil()).max(min * 10.0))
 }
 
+/// A plot area: its top-left corner and its size, in SVG units.
+struct Frame {
+    x0: f64,
+    y0: f64,
+    pw: f64,
+    ph: f64,
+}
+
+/// The vertical grid lines of a log x axis, one per decade from `min` to `max`, each labelled
+/// under the plot by `label`.
+fn decade_grid(
+    svg: &mut String,
+    f: &Frame,
+    (min, max, sx): (f64, f64, &dyn Fn(f64) -> f64),
+    label: impl Fn(f64) -> String,
+) {
+    let mut d = min;
+    while d <= max * 1.001 {
+        let x = sx(d);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"##,
+            f.y0,
+            f.y0 + f.ph,
+            f.y0 + f.ph + 16.0,
+            label(d)
+        );
+        d *= 10.0;
+    }
+}
+
+/// The horizontal grid lines of a log y axis, one per decade, labelled left of the plot.
+fn decade_grid_y(
+    svg: &mut String,
+    f: &Frame,
+    (min, max, sy): (f64, f64, &dyn Fn(f64) -> f64),
+    label: impl Fn(f64) -> String,
+) {
+    let mut d = min;
+    while d <= max * 1.001 {
+        let y = sy(d);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
+            f.x0,
+            f.x0 + f.pw,
+            f.x0 - 6.0,
+            y + 4.0,
+            label(d)
+        );
+        d *= 10.0;
+    }
+}
+
 /// `s` escaped for SVG text.
 fn esc(s: &str) -> String {
     super::table::esc(s)
@@ -314,31 +343,11 @@ fn line_panel(
         y0 - 8.0,
         esc(title)
     );
-    let mut d = xmin;
-    while d <= xmax * 1.001 {
-        let x = sx(d);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{x}" y1="{y0}" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"##,
-            y0 + ph,
-            y0 + ph + 16.0,
-            short(d)
-        );
-        d *= 10.0;
-    }
-    let mut d = ymin;
-    while d <= ymax * 1.001 {
-        let y = sy(d);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{x0}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{} {unit}</text>"##,
-            x0 + pw,
-            x0 - 6.0,
-            y + 4.0,
-            short(d)
-        );
-        d *= 10.0;
-    }
+    let frame = Frame { x0, y0, pw, ph };
+    decade_grid(svg, &frame, (xmin, xmax, &sx), short);
+    decade_grid_y(svg, &frame, (ymin, ymax, &sy), |d| {
+        format!("{} {unit}", short(d))
+    });
     let _ = writeln!(
         svg,
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})">{}</text>"#,
