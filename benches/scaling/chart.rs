@@ -106,18 +106,11 @@ pub(crate) fn to_svg(s: &Sweep, rows: &[Row], compare: &[PeerRow]) -> String {
             if block { "block" } else { "nowait" }
         );
         // decade grid and labels
-        let ns_or_us = |d: f64| {
-            if d >= 1000.0 {
-                format!("{} µs", d / 1000.0)
-            } else {
-                format!("{d} ns")
-            }
-        };
         let frame = Frame { x0, y0, pw, ph };
         decade_grid(&mut svg, &frame, (xmin, xmax, &sx), |d| {
             format!("{}", d as u64)
         });
-        decade_grid_y(&mut svg, &frame, (ymin, ymax, &sy), ns_or_us);
+        decade_grid_y(&mut svg, &frame, (ymin, ymax, &sy), time_label);
         let _ = writeln!(
             svg,
             r#"<text x="{}" y="{}" text-anchor="middle">N watched fds (log)</text>"#,
@@ -243,6 +236,20 @@ struct Frame {
     ph: f64,
 }
 
+/// The decades of a log axis from `min` to `max` (both powers of ten, from [`log_range`]).
+fn decades(min: f64, max: f64) -> impl Iterator<Item = f64> {
+    std::iter::successors(Some(min), |d| Some(d * 10.0)).take_while(move |&d| d <= max * 1.001)
+}
+
+/// A time axis label: nanoseconds below 1,000, microseconds from there.
+fn time_label(ns: f64) -> String {
+    if ns >= 1000.0 {
+        format!("{} µs", ns / 1000.0)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
 /// The vertical grid lines of a log x axis, one per decade from `min` to `max`, each labelled
 /// under the plot by `label`.
 fn decade_grid(
@@ -251,8 +258,7 @@ fn decade_grid(
     (min, max, sx): (f64, f64, &dyn Fn(f64) -> f64),
     label: impl Fn(f64) -> String,
 ) {
-    let mut d = min;
-    while d <= max * 1.001 {
+    for d in decades(min, max) {
         let x = sx(d);
         let _ = writeln!(
             svg,
@@ -262,7 +268,6 @@ fn decade_grid(
             f.y0 + f.ph + 16.0,
             label(d)
         );
-        d *= 10.0;
     }
 }
 
@@ -273,8 +278,7 @@ fn decade_grid_y(
     (min, max, sy): (f64, f64, &dyn Fn(f64) -> f64),
     label: impl Fn(f64) -> String,
 ) {
-    let mut d = min;
-    while d <= max * 1.001 {
+    for d in decades(min, max) {
         let y = sy(d);
         let _ = writeln!(
             svg,
@@ -285,7 +289,6 @@ fn decade_grid_y(
             y + 4.0,
             label(d)
         );
-        d *= 10.0;
     }
 }
 
@@ -647,23 +650,12 @@ pub(crate) fn time_svg(s: &Sweep, rows: &[Row]) -> String {
             y0 - 8.0,
             b.name()
         );
-        let mut d = ymin;
-        while d <= ymax * 1.001 {
-            let y = sy(d);
-            let label = if d >= 1000.0 {
-                format!("{} µs", d / 1000.0)
-            } else {
-                format!("{d} ns")
-            };
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{x0}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{label}</text>"##,
-                x0 + pw,
-                x0 - 6.0,
-                y + 4.0
-            );
-            d *= 10.0;
-        }
+        decade_grid_y(
+            &mut svg,
+            &Frame { x0, y0, pw, ph },
+            (ymin, ymax, &sy),
+            time_label,
+        );
         let slot = pw / ns.len().max(1) as f64;
         for (i, &n) in ns.iter().enumerate() {
             let cx = x0 + slot * (i as f64 + 0.5);
