@@ -325,9 +325,9 @@ def task_step():
             ("2 choose_timeout", ["0: callbacks are ready"],
              [("Ready::Step", "b-task")], [("Queued", 1)]),
             ("6 run_ready", ["Runnable::run: poll(fut), the task's Waker in the Context;",
-                             "sleep arms a timer (call_at) whose callback will complete a",
-                             "Promise; the Promise keeps the Waker; poll returns",
-                             "Poll::Pending, and the task is on no queue at all"],
+                             "sleep arms a timer (call_at) whose callback holds a",
+                             "clone of that Waker; poll returns Poll::Pending,",
+                             "and the task is on no queue at all"],
              [], [("Running", 0.3), ("Waiting", 0.7)]),
         ]),
         ("iteration 2", [
@@ -335,8 +335,8 @@ def task_step():
             ("3 wait", ["Selector::select sleeps until the deadline"], [], [("Waiting", 1)]),
             ("5 expire_timers", ["the timer is due: its callback is queued"],
              [("Ready::Callback", "b-tm")], [("Waiting", 1)]),
-            ("6 run_ready", ["the timer's callback: set_result → Promise::complete →",
-                             "Waker::wake → Inner::wake → try_queue: Waiting → Queued;",
+            ("6 run_ready", ["the timer's callback: Waker::wake → Inner::wake →",
+                             "try_queue: Waiting → Queued;",
                              "push_back(Ready::Step): it runs in the next iteration",
                              "(the snapshot rule)"],
              [("Ready::Step", "b-task")], [("Waiting", 0.3), ("Queued", 0.7)]),
@@ -414,11 +414,11 @@ def task_step():
         "A task's step, Pending and wake-up across iterations",
         "A table over time, from before the loop runs to iteration 3, for a task that sleeps "
         "10 ms. spawn queues its first step (Ready::Step, Phase Queued). In iteration 1, step 6 "
-        "runs it: Runnable::run polls the future, which arms a timer and leaves the task's Waker "
-        "in a Promise, and returns Poll::Pending (Phase Waiting). In iteration 2, step 3 sleeps "
-        "until the deadline, step 5 queues the timer's callback, and step 6 runs it: set_result, "
-        "Promise::complete, Waker::wake, Inner::wake and try_queue move the task to Queued and "
-        "push Ready::Step. In iteration 3, step 6 polls the future again; it returns "
+        "runs it: Runnable::run polls the future, which arms a timer whose callback holds a "
+        "clone of the task's Waker, and returns Poll::Pending (Phase Waiting). In iteration 2, "
+        "step 3 sleeps until the deadline, step 5 queues the timer's callback, and step 6 runs "
+        "it: Waker::wake, Inner::wake and try_queue move the task to Queued and push "
+        "Ready::Step. In iteration 3, step 6 polls the future again; it returns "
         "Poll::Ready and the task is Done.",
     )
 

@@ -5,7 +5,8 @@
 //! Built *directly* on the reactor, in the seeds' words: a [`Promise`] is asyncio's Future (a
 //! box that is pending, then holds a result, an error, or is cancelled); a [`Task`] is a
 //! promise that drives a Rust `Future` one step at a time, each step queued on the same FIFO
-//! ready deque as `call_soon`; [`sleep`] is literally a promise resolved by `call_later`.
+//! ready deque as `call_soon`; [`sleep`] is a `call_at` timer whose callback wakes the task
+//! (the seed's version, a promise resolved by `call_later`, is `examples/meu_sleep.rs`).
 //! `std::future::Future`, `std::task::Waker` and `async`/`await` are the interface, so any
 //! runtime-agnostic future runs here.
 //!

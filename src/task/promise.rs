@@ -1,8 +1,8 @@
 //! [`Promise`]: asyncio's `Future`, JavaScript's `Promise` — a box that is pending, then holds
 //! a result, an error, or is cancelled.
 //!
-//! Layer: task layer; `time.rs` builds `sleep` from it. The seed's `demonstrar_future` is
-//! `examples/promise_timer.rs`.
+//! Layer: task layer. The seed's `demonstrar_future` is `examples/promise_timer.rs`, and its
+//! `meu_sleep` (a promise resolved by a timer) is `examples/meu_sleep.rs`.
 //!
 //! - Completion happens once: [`set_result`](Promise::set_result),
 //!   [`set_error`](Promise::set_error) or [`cancel`](Promise::cancel); a second attempt is an
