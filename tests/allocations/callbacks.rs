@@ -10,55 +10,6 @@ use super::common::{pair, Backend, EventLoop};
 use super::count;
 use evloop::sys::alloc_count::bytes_in_use;
 
-/// The body of `timer_handles_dropped_last_recycle_their_cells_and_free_them_late` for one
-/// kind of handle: `arm` schedules a callback that counts in `ran`, and returns the handle as a
-/// closure that says whether the callback ran (dropping the closure drops the handle).
-fn late_drops<H: Fn() -> bool>(
-    backend: Backend,
-    kind: &str,
-    arm: impl Fn(&EventLoop, Rc<Cell<u32>>) -> H,
-) {
-    let run = |lp: &EventLoop, done: &H| {
-        while !done() {
-            lp.run_nowait().unwrap();
-        }
-    };
-    // This thread's first loop, and a first handle dropped last: one-time allocations.
-    let lp = EventLoop::with_backend(backend).unwrap();
-    let warm = arm(&lp, Rc::new(Cell::new(0)));
-    run(&lp, &warm);
-    drop((warm, lp));
-    for handle_outlives_loop in [false, true] {
-        let before = bytes_in_use();
-        let lp = EventLoop::with_backend(backend).unwrap();
-        let ran = Rc::new(Cell::new(0));
-        let first = arm(&lp, ran.clone());
-        run(&lp, &first);
-        drop(first); // the last holder of a finished cell: back to the pool
-        let (allocations, second) = count(|| arm(&lp, ran.clone()));
-        assert_eq!(
-            allocations, 0,
-            "{backend:?} {kind}: the pooled cell was reused"
-        );
-        run(&lp, &second);
-        if handle_outlives_loop {
-            drop(lp);
-            drop(second);
-        } else {
-            drop(second);
-            drop(lp);
-        }
-        assert_eq!(ran.get(), 2);
-        drop(ran);
-        assert_eq!(
-            bytes_in_use(),
-            before,
-            "{backend:?} {kind}: bytes left behind (handle dropped after the loop: \
-             {handle_outlives_loop})"
-        );
-    }
-}
-
 /// `chains` parallel chains of `call_soon`, `links` callbacks each; every closure captures
 /// data (an `Rc` and a number), so a cell that was not recycled would cost an allocation.
 fn call_soon_chains(lp: &EventLoop, ran: &Rc<Cell<u64>>, chains: u64, links: u64) -> u64 {
@@ -189,10 +140,44 @@ per_backend! {
     /// the loop and its timers took is given back, in either order of the two drops.
     /// (`call_soon`'s `Handle` does not do this: its drop is on the fan-out's hot path.)
     fn timer_handles_dropped_last_recycle_their_cells_and_free_them_late(backend: Backend) {
-        late_drops(backend, "call_later", |lp, ran| {
-            let h = lp.call_later(Duration::ZERO, move |_| ran.set(ran.get() + 1));
-            move || h.is_done()
-        });
+        let arm = |lp: &EventLoop, ran: Rc<Cell<u32>>| {
+            lp.call_later(Duration::ZERO, move |_| ran.set(ran.get() + 1))
+        };
+        let run = |lp: &EventLoop, timer: &evloop::TimerHandle| {
+            while !timer.is_done() {
+                lp.run_nowait().unwrap();
+            }
+        };
+        // This thread's first loop, and a first handle dropped last: one-time allocations.
+        let lp = EventLoop::with_backend(backend).unwrap();
+        let warm = arm(&lp, Rc::new(Cell::new(0)));
+        run(&lp, &warm);
+        drop((warm, lp));
+        for handle_outlives_loop in [false, true] {
+            let before = bytes_in_use();
+            let lp = EventLoop::with_backend(backend).unwrap();
+            let ran = Rc::new(Cell::new(0));
+            let first = arm(&lp, ran.clone());
+            run(&lp, &first);
+            drop(first); // the last holder of a finished cell: back to the pool
+            let (allocations, second) = count(|| arm(&lp, ran.clone()));
+            assert_eq!(allocations, 0, "{backend:?}: the pooled cell was reused");
+            run(&lp, &second);
+            if handle_outlives_loop {
+                drop(lp);
+                drop(second);
+            } else {
+                drop(second);
+                drop(lp);
+            }
+            assert_eq!(ran.get(), 2);
+            drop(ran);
+            assert_eq!(
+                bytes_in_use(),
+                before,
+                "{backend:?}: bytes left behind (handle dropped after the loop: \
+                 {handle_outlives_loop})"
+            );
+        }
     }
-
 }
