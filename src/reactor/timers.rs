@@ -359,6 +359,9 @@ impl Timers {
                     _ => break,
                 }
             }
+            if n == 0 {
+                return fired; // the common case: nothing (more) is due this iteration
+            }
             // Slots to cells (a load each from the slot table), then each cell's state (a
             // load from the cell): two passes, so that neither waits on the other's misses.
             let mut cells: [Option<Rc<dyn Callback>>; EXPIRE_BATCH] =
