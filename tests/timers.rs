@@ -121,6 +121,63 @@ per_backend! {
         assert!(victim.borrow().as_ref().unwrap().is_cancelled());
     }
 
+    /// A timer's closure is user code twice: when it runs, and when it is dropped (cancelled,
+    /// or the loop closed). Either way it may schedule timers, cancel them and drop their
+    /// handles: the loop holds no borrow of its timers then (`src/reactor/timer_slots.rs`).
+    fn a_timer_closure_may_use_timers_when_it_runs_and_when_it_is_dropped(backend: Backend) {
+        struct OnDrop<F: FnMut()>(F);
+        impl<F: FnMut()> Drop for OnDrop<F> {
+            fn drop(&mut self) {
+                (self.0)();
+            }
+        }
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let when = lp.time() + Duration::from_millis(1);
+        let other = lp.call_at(when, |_| panic!("cancelled by a destructor"));
+        let (l, lp2, other2) = (log.clone(), lp.clone(), other.clone());
+        let mut kept = Some(other.clone());
+        let guard = OnDrop(move || {
+            other2.cancel();
+            drop(kept.take());
+            let l = l.clone();
+            lp2.call_at(when, move |_| l.push("scheduled by a destructor"));
+        });
+        let doomed = lp.call_at(when, move |_| {
+            let _keep = &guard;
+            unreachable!("cancelled");
+        });
+        doomed.cancel(); // drops the closure, and with it the guard
+        assert!(other.is_cancelled());
+        let l = log.clone();
+        lp.call_at(when, move |lp| {
+            l.push("ran");
+            // From inside a running timer: schedule, cancel, drop.
+            let h = lp.call_later(Duration::from_secs(3600), |_| unreachable!());
+            h.cancel();
+            drop(h);
+            lp.call_later(Duration::ZERO, |lp| lp.stop());
+        });
+        lp.run_forever().unwrap();
+        assert_eq!(log.get(), ["scheduled by a destructor", "ran"]);
+        // And when the loop closes with the closure still pending.
+        let dropped = Rc::new(Cell::new(false));
+        let d = dropped.clone();
+        let lp2 = lp.clone();
+        let guard = OnDrop(move || {
+            d.set(true);
+            // Scheduling on a closed loop panics; the close catches and reports it.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                lp2.call_later(Duration::ZERO, |_| ());
+            }));
+        });
+        let pending = lp.call_later(Duration::from_secs(3600), move |_| {
+            let _keep = &guard;
+        });
+        lp.close().unwrap();
+        assert!(dropped.get() && pending.is_cancelled());
+    }
+
     fn edge_38_a_cancelled_near_timer_causes_no_wakeup(backend: Backend) {
         let lp = new_loop(backend);
         // Read before scheduling: the deadline is at least 60 ms after this instant however

@@ -1,5 +1,5 @@
-//! Callback cells: where the closure given to `call_soon`, `call_later` or `call_at` lives
-//! until it runs, and how its memory is reused.
+//! Callback cells: where the closure given to `call_soon` lives until it runs, and how its
+//! memory is reused. (Timers keep theirs in `timer_slots.rs`.)
 //!
 //! Layer: reactor, below `handle.rs`, `ready.rs` and `timers.rs`. asyncio allocates a
 //! `Handle` object per call; libev and libuv let the user own each watcher's memory (an
@@ -19,7 +19,7 @@
 //! - **One cell, one allocation, shared.** A cell is an `Rc<Once<F>>`, seen by the loop as
 //!   `Rc<dyn Callback>`: the closure itself (inline, no second box), a state byte and the
 //!   source location of the call that scheduled it (`#[track_caller]`), which `Debug` and debug
-//!   mode print. The ready deque, the timer heap and the user's handle share it.
+//!   mode print. The ready deque and the user's handle share it.
 //! - **Why a pool per type.** The closure's size is known only to its own type, so a cell of
 //!   one closure type cannot hold another's. Each closure type (each call site, in practice)
 //!   has its pool, found by its `TypeId`; the last pool used is one checked downcast away. A pool
@@ -27,12 +27,12 @@
 //!   closure type.
 //! - **Handles keep their cell.** A cell is recycled only by its last holder, once it ran or
 //!   was cancelled: usually the loop; a `Handle` the user kept answers `is_done()` for as long
-//!   as it exists. A `TimerHandle` dropped last gives its cell back to the pool
-//!   ([`release_from_handle`]), so a timer whose handle outlives its run (every `Sleep`
-//!   keeps its timer's) still allocates nothing in steady state; a `Handle` kept past its
-//!   run frees its cell with it, as any `Rc` (its drop is on the fan-out's hot path).
+//!   as it exists, and frees its cell with it, as any `Rc`. (Giving the cell back to the
+//!   pool from the handle's drop cost the fan-out 6 instructions per callback, 219 to 225:
+//!   the handle is nearly always dropped at once, while the loop still holds the cell.)
 //!
-//! State machine of a cell (it runs at most once per use):
+//! State machine of a callback (it runs at most once per use); timers share it
+//! (`timer_slots.rs`), and only they start `Scheduled`:
 //!
 //! ```text
 //!   Scheduled (in the timer heap) --expire--> Queued (in the ready deque) --run--> Done
@@ -71,14 +71,14 @@ pub(crate) trait Callback {
     /// Cancels a pending cell and drops its closure; returns whether it was pending.
     fn cancel(&self) -> bool;
     fn state(&self) -> State;
-    fn set_state(&self, state: State);
     fn location(&self) -> &'static Location<'static>;
-    /// Called by the loop as it lets go of a cell that ran or was skipped: if nobody else
-    /// holds it, it goes back to its type's pool; otherwise it is simply dropped.
+    /// What the loop does as it lets go of a cell that ran or was skipped ([`run_once`]'s
+    /// second half): if nobody else holds it, it goes back to its type's pool; otherwise it is
+    /// simply dropped.
+    ///
+    /// [`run_once`]: Callback::run_once
+    #[cfg(test)]
     fn recycle(self: Rc<Self>);
-    /// [`recycle`](Callback::recycle) for a handle's drop, which may come after the loop's:
-    /// a cell whose pool was closed is freed.
-    fn recycle_late(self: Rc<Self>);
     /// [`run`](Callback::run), then [`recycle`](Callback::recycle): the ready deque's one
     /// call per callback. Calls user code.
     fn run_once(self: Rc<Self>, event_loop: &EventLoop) -> bool;
@@ -93,14 +93,10 @@ trait AnyPool {
 /// The finished cells of one closure type, ready for reuse.
 struct Pool<F> {
     free: RefCell<Vec<Rc<Once<F>>>>,
-    /// Set when the loop is dropped: a cell given back later (by a `TimerHandle` that outlived
-    /// the loop) is freed instead, or it and its pool would hold each other forever.
-    closed: Cell<bool>,
 }
 
 impl<F: 'static> AnyPool for Pool<F> {
     fn clear(&self) {
-        self.closed.set(true);
         let cells = std::mem::take(&mut *self.free.borrow_mut());
         drop(cells); // pooled cells hold no closure: no user code runs
     }
@@ -150,21 +146,14 @@ impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
 
     /// Back to the pool if nobody else can see the cell: a `Handle` still held keeps its
     /// cell, and a pending cell (never the case here) would lose its closure.
-    ///
-    /// `LATE` is for a cell given back by a handle, which may outlive the loop: then the pool
-    /// may be closed. The loop's own calls come while the loop is alive, and skip that test.
     #[inline(always)]
-    fn put_back<const LATE: bool>(cell: Rc<Once<F>>) {
+    fn put_back(cell: Rc<Once<F>>) {
         if Rc::strong_count(&cell) != 1
             || matches!(cell.state.get(), State::Scheduled | State::Queued)
         {
             return;
         }
-        let pool = &cell.pool;
-        if LATE && pool.closed.get() {
-            return;
-        }
-        let mut free = pool.free.borrow_mut();
+        let mut free = cell.pool.free.borrow_mut();
         if free.len() < POOL_MAX {
             free.push(cell.clone());
         }
@@ -202,87 +191,25 @@ impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
         self.state.get()
     }
 
-    fn set_state(&self, state: State) {
-        self.state.set(state);
-    }
-
     fn location(&self) -> &'static Location<'static> {
         self.location.get()
     }
 
+    #[cfg(test)]
     fn recycle(self: Rc<Self>) {
-        Once::put_back::<false>(self);
-    }
-
-    fn recycle_late(self: Rc<Self>) {
-        Once::put_back::<true>(self);
+        Once::put_back(self);
     }
 
     fn run_once(self: Rc<Self>, event_loop: &EventLoop) -> bool {
         let ran = self.run(event_loop);
-        Once::put_back::<false>(self);
+        Once::put_back(self);
         ran
-    }
-}
-
-/// A cell that is never scheduled and never runs: what a handle holds for the instant of its
-/// drop, after it gave its real cell back to the pool ([`release_from_handle`]). One per
-/// thread, shared.
-struct Spent;
-
-thread_local! {
-    static SPENT: Rc<dyn Callback> = Rc::new(Spent);
-}
-
-/// Called by the `Drop` of a [`TimerHandle`](crate::TimerHandle): the last holder of a cell
-/// that ran or was cancelled gives it back to its pool, so a timer whose handle outlives its
-/// run (every `Sleep` keeps its timer's) still allocates nothing next time. To hand over its
-/// `Rc`, the handle swaps in the shared [`Spent`] cell.
-///
-/// `call_soon`'s [`Handle`](crate::Handle) does not do this: it is usually dropped at once,
-/// while the loop still holds the cell, and even this inline check cost the fan-out 6
-/// instructions per callback (219 to 225, `docs/16-performance.md`). A `Handle` kept until
-/// after its callback ran frees its cell, as any `Rc`.
-#[inline(always)]
-pub(crate) fn release_from_handle(cell: &mut Rc<dyn Callback>) {
-    if Rc::strong_count(cell) == 1 {
-        give_back_from_handle(cell);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn give_back_from_handle(cell: &mut Rc<dyn Callback>) {
-    // During the thread's teardown the placeholder may be gone: then the cell is just freed.
-    if let Ok(spent) = SPENT.try_with(Rc::clone) {
-        std::mem::replace(cell, spent).recycle_late(); // a pending cell stays out (`put_back`)
-    }
-}
-
-impl Callback for Spent {
-    fn run(&self, _: &EventLoop) -> bool {
-        false
-    }
-    fn cancel(&self) -> bool {
-        false
-    }
-    fn state(&self) -> State {
-        State::Done
-    }
-    fn set_state(&self, _: State) {}
-    fn location(&self) -> &'static Location<'static> {
-        Location::caller()
-    }
-    fn recycle(self: Rc<Self>) {}
-    fn recycle_late(self: Rc<Self>) {}
-    fn run_once(self: Rc<Self>, _: &EventLoop) -> bool {
-        false
     }
 }
 
 /// Hashes a `TypeId`, which is already a hash: keeps the bits it is given.
 #[derive(Default)]
-struct TypeIdHasher(u64);
+pub(crate) struct TypeIdHasher(u64);
 
 impl Hasher for TypeIdHasher {
     fn finish(&self) -> u64 {
@@ -370,7 +297,6 @@ impl Cells {
             .or_insert_with(|| {
                 let pool = Rc::new(Pool::<F> {
                     free: RefCell::new(Vec::new()),
-                    closed: Cell::new(false),
                 });
                 PoolViews {
                     typed: pool.clone(),

@@ -126,17 +126,21 @@ impl Inner {
                     cell.cancel();
                 }
                 Ready::Io(watcher) => watcher.cancelled.set(true),
-                Ready::Remote(_) | Ready::Step(_) => {}
+                // Timers queued or in the heap are all closed below.
+                Ready::Timer(_) | Ready::Remote(_) | Ready::Step(_) => {}
             });
         }
-        let timers = self.timers.borrow_mut().take_all();
-        for cell in timers {
-            catching(&mut panics, move || {
-                cell.cancel();
-            });
+        // Every pending timer becomes cancelled (a `TimerHandle` still held says so), then
+        // the closures are dropped one by one, each destructor's panic caught. One that
+        // schedules a timer panics (the loop is closed) and is caught the same way.
+        let slots = {
+            let mut timers = self.timers.borrow_mut();
+            timers.clear();
+            timers.slots.clone()
+        };
+        for closure in slots.close() {
+            catching(&mut panics, move || drop(closure));
         }
-        // A destructor above may have cancelled a timer not yet released: its slot is gone
-        // with the emptied table, so nothing is counted as cancelled in the heap.
         let registry = self.registry.borrow_mut().take();
         if let Some(mut registry) = registry {
             let watchers = registry.take_watchers();

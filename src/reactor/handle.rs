@@ -3,81 +3,18 @@
 //! Layer: reactor (`src/`), below `event_loop.rs`. asyncio's `events.Handle` and
 //! `TimerHandle`; libuv's `uv_timer_t`. Read `cells.rs` before it and `ready.rs` after it.
 //!
-//! Both hold a callback cell (`cells.rs`), shared with the ready deque or the timer heap:
-//! cancelling is a state change in the cell, seen by whoever holds it, and a handle answers
-//! `is_done()` for as long as it exists.
+//! A [`Handle`] holds a callback cell (`cells.rs`), shared with the ready deque; a
+//! [`TimerHandle`] names a timer's slot (`timer_slots.rs`), shared with the timer heap.
+//! Cancelling is a state change in the cell or the slot, seen by whoever holds it, and a
+//! handle answers `is_done()` for as long as it exists.
 
-use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::reactor::cells::{release_from_handle, Callback, State};
-use crate::reactor::trace_json::JsonTrace;
-
-/// What the timer heap shares with every [`TimerHandle`]: the table of its slots (the heap's
-/// entries name a slot; the slot holds the cell), so `cancel()` can mark the heap's entry
-/// cancelled without a reference to the loop, and the heap can skip it without touching the
-/// cell (`timers.rs`).
-#[derive(Default)]
-pub(crate) struct TimerSlots {
-    pub(crate) table: RefCell<SlotTable>,
-    /// Timers cancelled before they fired, ever.
-    pub(crate) cancelled_total: Cell<u64>,
-    /// Whether the loop writes the structured trace (`trace_json.rs`): the flag `cancel`
-    /// tests, since a handle has no reference to its loop.
-    pub(crate) tracing: Cell<bool>,
-    /// The structured trace, while `tracing`.
-    pub(crate) trace: RefCell<Option<Rc<JsonTrace>>>,
-}
-
-/// The slots of the timer heap; see [`TimerSlots`].
-#[derive(Default)]
-pub(crate) struct SlotTable {
-    pub(crate) slots: Vec<TimerSlot>,
-    /// Slots free for reuse.
-    pub(crate) free: Vec<u32>,
-    /// Cancelled entries still in the heap.
-    pub(crate) cancelled_in_heap: usize,
-}
-
-/// One scheduled timer, as the heap holds it.
-pub(crate) struct TimerSlot {
-    /// `None` while the slot is free.
-    pub(crate) cell: Option<Rc<dyn Callback>>,
-    /// Set by `TimerHandle::cancel`: the heap drops the entry when it reaches it.
-    pub(crate) cancelled: bool,
-}
-
-impl TimerSlots {
-    /// Tells the structured trace that `cell` was cancelled.
-    #[cold]
-    fn trace_cancel(&self, cell: &Rc<dyn Callback>) {
-        let json = self.trace.borrow().clone();
-        if let Some(json) = json {
-            json.cancel(Rc::as_ptr(cell) as *const () as usize);
-        }
-    }
-
-    /// Marks `slot` cancelled if it still holds `cell` (it may have fired already).
-    fn mark_cancelled(&self, slot: u32, cell: &Rc<dyn Callback>) {
-        let mut table = self.table.borrow_mut();
-        let table = &mut *table;
-        if let Some(entry) = table.slots.get_mut(slot as usize) {
-            let same = entry.cell.as_ref().is_some_and(|c| same_cell(c, cell));
-            if same && !entry.cancelled {
-                entry.cancelled = true;
-                table.cancelled_in_heap += 1;
-            }
-        }
-    }
-}
-
-/// Whether two references name the same cell (the data pointer; the vtable is not compared).
-fn same_cell(a: &Rc<dyn Callback>, b: &Rc<dyn Callback>) -> bool {
-    std::ptr::addr_eq(Rc::as_ptr(a), Rc::as_ptr(b))
-}
+use crate::reactor::cells::{Callback, State};
+use crate::reactor::timer_slots::TimerSlots;
 
 /// A callback scheduled with [`EventLoop::call_soon`](crate::EventLoop::call_soon): cancel it before it runs.
 ///
@@ -181,7 +118,7 @@ impl fmt::Debug for Handle {
 /// A callback scheduled with [`EventLoop::call_later`](crate::EventLoop::call_later) or
 /// [`EventLoop::call_at`](crate::EventLoop::call_at).
 ///
-/// Cheap to clone. Dropping it does **not** cancel the timer.
+/// Cheap to clone (a count in the timer's slot). Dropping it does **not** cancel the timer.
 ///
 /// # Examples
 ///
@@ -194,13 +131,11 @@ impl fmt::Debug for Handle {
 /// assert!(timer.is_cancelled());
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Clone)]
 pub struct TimerHandle {
-    pub(crate) cell: Rc<dyn Callback>,
-    pub(crate) when: Instant,
     pub(crate) slots: Rc<TimerSlots>,
-    /// The heap's slot for this timer, while it is scheduled.
+    /// The timer's slot: it stays this timer's for as long as a handle names it.
     pub(crate) slot: u32,
+    pub(crate) when: Instant,
 }
 
 impl TimerHandle {
@@ -222,17 +157,9 @@ impl TimerHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn cancel(&self) {
-        let was = self.cell.state();
-        // Drops the closure (user code) before any borrow is taken.
-        if self.cell.cancel() {
-            let slots = &self.slots;
-            slots.cancelled_total.set(slots.cancelled_total.get() + 1);
-            if was == State::Scheduled {
-                slots.mark_cancelled(self.slot, &self.cell);
-            }
-            if slots.tracing.get() {
-                slots.trace_cancel(&self.cell);
-            }
+        // Drops the closure (user code) with no borrow held.
+        if self.slots.cancel(self.slot) && self.slots.tracing.get() {
+            self.slots.trace_cancel(self.slot);
         }
     }
 
@@ -250,7 +177,7 @@ impl TimerHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_cancelled(&self) -> bool {
-        self.cell.state() == State::Cancelled
+        self.slots.state(self.slot) == State::Cancelled
     }
 
     /// Whether the callback has run (or is running).
@@ -267,7 +194,7 @@ impl TimerHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_done(&self) -> bool {
-        self.cell.state() == State::Done
+        self.slots.state(self.slot) == State::Done
     }
 
     /// The deadline, on the loop's monotonic clock ([`EventLoop::time`](crate::EventLoop::time)).
@@ -301,17 +228,27 @@ impl TimerHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn location(&self) -> &'static Location<'static> {
-        self.cell.location()
+        self.slots.location(self.slot)
+    }
+}
+
+impl Clone for TimerHandle {
+    fn clone(&self) -> TimerHandle {
+        self.slots.add_handle(self.slot);
+        TimerHandle {
+            slots: self.slots.clone(),
+            slot: self.slot,
+            when: self.when,
+        }
     }
 }
 
 impl Drop for TimerHandle {
-    /// The last holder of a cell that ran or was cancelled gives it back to its pool
-    /// (`cells.rs`): a `Sleep` holds its timer's handle past the timer's run, and without this
-    /// each sleep would allocate a new cell.
-    #[inline(always)]
+    /// The slot is freed for another timer once no handle names it and the timer has left
+    /// the heap and the deque (`timer_slots.rs`).
+    #[inline]
     fn drop(&mut self) {
-        release_from_handle(&mut self.cell);
+        self.slots.drop_handle(self.slot);
     }
 }
 
@@ -324,9 +261,9 @@ impl fmt::Debug for TimerHandle {
             format!("{:?} ago", now - self.when)
         };
         f.debug_struct("TimerHandle")
-            .field("state", &self.cell.state())
+            .field("state", &self.slots.state(self.slot))
             .field("when", &format_args!("{due}"))
-            .field("created_at", &format_args!("{}", self.cell.location()))
+            .field("created_at", &format_args!("{}", self.location()))
             .finish()
     }
 }

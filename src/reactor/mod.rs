@@ -40,6 +40,7 @@ mod registry;
 mod remote;
 mod runnable;
 mod scheduling;
+mod timer_slots;
 mod timers;
 pub(crate) mod trace;
 mod trace_json;

@@ -3,11 +3,13 @@
 //! Layer: reactor, owned by `event_loop.rs`. asyncio's `_ready` (a `collections.deque`),
 //! libuv's pending queue, libev's pending array. Read `timers.rs` next.
 //!
-//! Four kinds of entry share one `VecDeque`, so their relative order is exactly the order in
+//! Five kinds of entry share one `VecDeque`, so their relative order is exactly the order in
 //! which they became ready:
 //!
-//! - [`Ready::Callback`]: a `call_soon` cell, or a timer cell that expired (an `Rc`, filled
-//!   when it was scheduled, recycled once it ran: `cells.rs`);
+//! - [`Ready::Callback`]: a `call_soon` cell (an `Rc`, filled when it was scheduled, recycled
+//!   once it ran: `cells.rs`);
+//! - [`Ready::Timer`]: a timer that expired, by its slot (`timer_slots.rs`); its closure is
+//!   taken out of its store when it runs;
 //! - [`Ready::Io`]: a reader or writer whose fd the selector reported. The watcher is
 //!   persistent (level-triggered, like asyncio's reader handles), so queuing it is a
 //!   reference-count increment, not an allocation: no allocation per I/O event;
@@ -24,8 +26,9 @@ use std::fmt;
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::reactor::cells::Callback;
+use crate::reactor::cells::{Callback, State};
 use crate::reactor::runnable::RunnableRef;
+use crate::reactor::timer_slots::TimerSlots;
 use crate::reactor::EventLoop;
 
 /// A closure sent from another thread, with where it was sent from, in the one box the
@@ -79,9 +82,23 @@ impl fmt::Debug for IoWatcher {
     }
 }
 
+/// An expired timer in the ready deque: its slot, and the table the slot is in.
+pub(crate) struct TimerRef {
+    pub(crate) slots: Rc<TimerSlots>,
+    pub(crate) slot: u32,
+}
+
+impl TimerRef {
+    /// Whether it was cancelled after it was queued (step 6 skips it).
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.slots.state(self.slot) != State::Queued
+    }
+}
+
 /// One entry of the ready deque.
 pub(crate) enum Ready {
     Callback(Rc<dyn Callback>),
+    Timer(TimerRef),
     Io(Rc<IoWatcher>),
     Remote(RemoteCallback),
     /// One step of a runnable (a task of `src/task/`): queued at spawn and by each wake-up.
@@ -93,6 +110,7 @@ impl Ready {
     pub(crate) fn location(&self) -> &'static Location<'static> {
         match self {
             Ready::Callback(c) => c.location(),
+            Ready::Timer(t) => t.slots.location(t.slot),
             Ready::Io(w) => w.location,
             Ready::Remote(r) => r.location(),
             Ready::Step(r) => r.location(),
@@ -103,6 +121,7 @@ impl Ready {
     pub(crate) fn kind(&self) -> &'static str {
         match self {
             Ready::Callback(_) => "callback",
+            Ready::Timer(_) => "timer",
             Ready::Io(w) if w.writer => "writer",
             Ready::Io(_) => "reader",
             Ready::Remote(_) => "threadsafe callback",
@@ -118,6 +137,8 @@ impl Ready {
             // Calls user code (one virtual call: the cell checks its own state).
             // Runs it, then back to its pool unless a handle still holds it (`cells.rs`).
             Ready::Callback(cell) => cell.run_once(event_loop),
+            // Calls user code, after the slot and the closure's store are released.
+            Ready::Timer(timer) => timer.slots.run(timer.slot, event_loop),
             Ready::Io(watcher) => {
                 if watcher.cancelled.get() {
                     return false;

@@ -3,7 +3,8 @@
 //! [`EventLoop::add_reader`], [`EventLoop::add_writer`] and their `remove_*`.
 //!
 //! Layer: reactor, methods of `event_loop.rs`'s `EventLoop`. Each verb only records a wish:
-//! a callback cell goes on the ready deque (`ready.rs`) or into the timer heap (`timers.rs`),
+//! a callback cell goes on the ready deque (`ready.rs`), a timer into the timer heap
+//! (`timers.rs`, its closure into `timer_slots.rs`),
 //! a watcher into the registry (`registry.rs`), which tells the kernel at step 1 of the next
 //! iteration (`iteration.rs`), except for new registrations, applied at once so that a bad fd
 //! fails in the caller. Nothing here runs user code. `docs/04-ready-deque.md`,
@@ -23,11 +24,6 @@ use crate::reactor::ready::{IoWatcher, Ready};
 use crate::reactor::registry::Side;
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
-
-/// A callback cell's address: how the structured trace recognises it (`trace_json.rs`).
-fn cell_address(cell: &Rc<dyn crate::reactor::cells::Callback>) -> usize {
-    Rc::as_ptr(cell) as *const () as usize
-}
 
 impl EventLoop {
     /// Schedules `callback` to run once, on a later pass of the loop, in FIFO order with
@@ -160,18 +156,18 @@ impl EventLoop {
             if self.inner.closed.get() {
                 closed_panic("call_later/call_at");
             }
-            let cell = self
+            let handle = self
                 .inner
-                .cells
-                .insert(callback, State::Scheduled, location);
-            trace::call_later(&self.inner, cell_address(&cell), when, location);
-            return self.inner.timers.borrow_mut().push(when, cell);
+                .timers
+                .borrow_mut()
+                .push(when, callback, location);
+            trace::call_later(&self.inner, handle.slot, when, location);
+            return handle;
         }
-        let cell = self
-            .inner
-            .cells
-            .insert(callback, State::Scheduled, location);
-        self.inner.timers.borrow_mut().push(when, cell)
+        self.inner
+            .timers
+            .borrow_mut()
+            .push(when, callback, location)
     }
 
     /// Calls `callback` every time `fd` is readable, until [`remove_reader`](EventLoop::remove_reader).

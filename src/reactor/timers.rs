@@ -1,12 +1,12 @@
 //! The timer queue: a 4-ary heap of 16-byte entries keyed by `(deadline, sequence number)`,
-//! naming slots of a table that holds the cells.
+//! naming slots of the timers' table (`timer_slots.rs`).
 //!
 //! Layer: reactor, owned by `event_loop.rs`. asyncio's `_scheduled` (a `heapq`), libuv's timer
 //! heap, libev's 4-heap. Read `registry.rs` next.
 //!
 //! ```text
 //!  heap (Vec<Entry>, 16 bytes each)       slot table (shared with every TimerHandle)
-//!  [deadline | seq, slot] --------------> slots[slot] = { cell: Rc<dyn Callback>, cancelled }
+//!  [deadline | seq, slot] --------------> slots[slot] = { state, where the closure is, ... }
 //! ```
 //!
 //! - **Order.** The heap pops the earliest deadline; ties go to the timer scheduled first,
@@ -16,12 +16,12 @@
 //!   ([`Timers::resequence`], once per 2^32 timers).
 //! - **Small entries, no pointer chasing.** An entry is the deadline and `seq << 32 | slot`:
 //!   the four children of a node are 64 contiguous bytes (libev's choice of node, `ANHE`), and
-//!   comparing two entries reads nothing else. The cell is reached through the slot only when
-//!   a timer leaves the heap.
+//!   comparing two entries reads nothing else. The slot is read only when a timer leaves the
+//!   heap, and the closure only when it runs.
 //! - **Cancel is lazy and O(1).** `TimerHandle::cancel` drops the closure and marks the slot;
 //!   the entry stays in the heap until it reaches the top, where [`Timers::next_deadline`] and
 //!   [`Timers::expire`] discard it (so a cancelled near timer does not cause a useless
-//!   wake-up; edge case 38) by reading the slot table, a dense array, not the cell. When a
+//!   wake-up; edge case 38) by reading the slot table, a dense array. When a
 //!   quarter of the heap or more is cancelled (and it holds more than [`COMPACT_MIN`]), the
 //!   heap is rebuilt without them in one sweep ([`COMPACT_FRACTION`]), also right before
 //!   timers are expired, so memory stays within a constant factor of the live timers and
@@ -31,12 +31,14 @@
 //!   drive the queue with made-up instants (a virtual clock), exactly and instantly.
 
 use std::collections::VecDeque;
+use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::reactor::cells::{Callback, State};
-use crate::reactor::handle::{SlotTable, TimerHandle, TimerSlot, TimerSlots};
+use crate::reactor::handle::TimerHandle;
 use crate::reactor::ready::Ready;
+use crate::reactor::timer_slots::TimerSlots;
+use crate::reactor::EventLoop;
 
 /// Below this many entries the heap is never compacted (asyncio uses 100).
 pub(crate) const COMPACT_MIN: usize = 100;
@@ -66,8 +68,8 @@ impl Entry {
     }
 
     #[inline(always)]
-    fn slot(self) -> usize {
-        (self.order & 0xffff_ffff) as usize
+    fn slot(self) -> u32 {
+        (self.order & 0xffff_ffff) as u32
     }
 }
 
@@ -243,25 +245,15 @@ impl Timers {
         }
     }
 
-    /// Schedules `cell` (state `Scheduled`) at `when`; returns its handle.
-    pub(crate) fn push(&mut self, when: Instant, cell: Rc<dyn Callback>) -> TimerHandle {
-        let slot = {
-            let mut table = self.slots.table.borrow_mut();
-            let entry = TimerSlot {
-                cell: Some(cell.clone()),
-                cancelled: false,
-            };
-            match table.free.pop() {
-                Some(slot) => {
-                    table.slots[slot as usize] = entry;
-                    slot
-                }
-                None => {
-                    table.slots.push(entry);
-                    u32::try_from(table.slots.len() - 1).expect("fewer than 2^32 live timers")
-                }
-            }
-        };
+    /// Schedules `callback` at `when`; returns its handle.
+    #[inline(always)]
+    pub(crate) fn push<F: FnOnce(&EventLoop) + 'static>(
+        &mut self,
+        when: Instant,
+        callback: F,
+        location: &'static Location<'static>,
+    ) -> TimerHandle {
+        let slot = self.slots.insert(callback, location);
         if self.next_seq == u32::MAX {
             self.resequence();
         }
@@ -273,10 +265,9 @@ impl Timers {
         });
         self.maybe_compact();
         TimerHandle {
-            cell,
-            when,
             slots: self.slots.clone(),
             slot,
+            when,
         }
     }
 
@@ -289,20 +280,6 @@ impl Timers {
             e.order = (seq << 32) | (e.order & 0xffff_ffff);
         }
         self.next_seq = u32::try_from(self.heap.len()).expect("fewer than 2^32 entries");
-    }
-
-    /// Takes the cell out of a popped entry's slot and frees the slot; says whether the
-    /// timer was cancelled.
-    #[inline]
-    fn release(table: &mut SlotTable, slot: u32) -> (Option<Rc<dyn Callback>>, bool) {
-        let entry = &mut table.slots[slot as usize];
-        let cell = entry.cell.take();
-        let cancelled = std::mem::replace(&mut entry.cancelled, false);
-        table.free.push(slot);
-        if cancelled {
-            table.cancelled_in_heap = table.cancelled_in_heap.saturating_sub(1);
-        }
-        (cell, cancelled)
     }
 
     /// Drops cancelled entries from the top; returns the earliest live deadline.
@@ -318,11 +295,9 @@ impl Timers {
     fn next_live_deadline(&mut self) -> Option<Instant> {
         let mut table = self.slots.table.borrow_mut();
         while let Some(top) = self.heap.peek() {
-            if table.slots[top.slot()].cancelled {
+            if table.is_cancelled(top.slot()) {
                 self.heap.pop();
-                if let (Some(cell), _) = Self::release(&mut table, top.slot() as u32) {
-                    cell.recycle(); // its closure was dropped by `cancel`: no user code runs
-                }
+                table.drop_cancelled(top.slot()); // its closure was dropped by `cancel`
             } else {
                 return Some(self.decode(top.key));
             }
@@ -334,12 +309,11 @@ impl Timers {
     /// how many it moved.
     ///
     /// Due entries leave the heap in batches of up to [`EXPIRE_BATCH`]: first the heap alone
-    /// gives up a batch of slots, then the slots are resolved to cells, then the cells are
-    /// queued. Each pass does the same independent load for every timer of the batch (a slot,
-    /// then a cell: with many timers, each is a cache miss), so the processor overlaps the
-    /// misses instead of waiting for each behind the heap's own work. On the one-million-timer
-    /// benchmark this took the time per fired timer from 820 ns to 585, against libev's 526
-    /// (`docs/16-performance.md`).
+    /// gives up a batch of slots, then the slots are read and queued. The second pass does the
+    /// same independent load for every timer of the batch (with many timers, each is a cache
+    /// miss), so the processor overlaps the misses instead of waiting for each behind the
+    /// heap's own work. On the one-million-timer benchmark this took the time per fired timer
+    /// from 820 ns to 585, against libev's 526 (`docs/16-performance.md`).
     pub(crate) fn expire(&mut self, now: Instant, ready: &mut VecDeque<Ready>) -> usize {
         // Cancelled entries are cheaper to sweep in one pass than to pop one by one.
         self.maybe_compact();
@@ -353,7 +327,7 @@ impl Timers {
                 match self.heap.peek() {
                     Some(top) if top.key <= now => {
                         self.heap.pop();
-                        batch[n] = top.slot() as u32;
+                        batch[n] = top.slot();
                         n += 1;
                     }
                     _ => break,
@@ -362,26 +336,8 @@ impl Timers {
             if n == 0 {
                 return fired; // the common case: nothing (more) is due this iteration
             }
-            // Slots to cells (a load each from the slot table), then each cell's state (a
-            // load from the cell): two passes, so that neither waits on the other's misses.
-            let mut cells: [Option<Rc<dyn Callback>>; EXPIRE_BATCH] =
-                [const { None }; EXPIRE_BATCH];
-            let mut live = 0;
-            for &slot in &batch[..n] {
-                match Self::release(&mut table, slot) {
-                    (Some(cell), false) => {
-                        cells[live] = Some(cell);
-                        live += 1;
-                    }
-                    (Some(cell), true) => cell.recycle(), // cancelled: its closure is gone
-                    (None, _) => {}
-                }
-            }
-            for cell in cells[..live].iter_mut().filter_map(Option::take) {
-                cell.set_state(State::Queued);
-                ready.push_back(Ready::Callback(cell));
-            }
-            fired += live;
+            // Then each slot (a load from the slot table): live ones go to the deque.
+            fired += self.slots.queue_expired(&mut table, &batch[..n], ready);
             if n < EXPIRE_BATCH {
                 return fired;
             }
@@ -416,13 +372,10 @@ impl Timers {
         self.compactions
     }
 
-    /// Empties the queue, returning the cells so the caller can cancel and drop them outside
-    /// any borrow.
-    pub(crate) fn take_all(&mut self) -> Vec<Rc<dyn Callback>> {
-        self.heap.v.clear();
-        let mut table = self.slots.table.borrow_mut();
-        let table = std::mem::take(&mut *table);
-        table.slots.into_iter().filter_map(|s| s.cell).collect()
+    /// Empties the heap (the loop is closing); the slots are closed by the caller, after the
+    /// ready deque was emptied too (`TimerSlots::close`).
+    pub(crate) fn clear(&mut self) {
+        self.heap.v = Vec::new();
     }
 
     /// Compacts if cancelled entries make up [`COMPACT_FRACTION`] of the heap: a check made
@@ -443,13 +396,11 @@ impl Timers {
         let mut i = 0;
         while i < self.heap.v.len() {
             let entry = self.heap.v[i];
-            if table.slots[entry.slot()].cancelled {
+            if table.is_cancelled(entry.slot()) {
                 self.heap.v.swap_remove(i);
-                // The cancelled cells go back to their pools (`cells.rs`) unless a handle
-                // holds them; their closures were dropped by `cancel`.
-                if let (Some(cell), _) = Self::release(&mut table, entry.slot() as u32) {
-                    cell.recycle();
-                }
+                // Its closure was dropped by `cancel`; the slot is freed unless a handle
+                // still names it.
+                table.drop_cancelled(entry.slot());
             } else {
                 i += 1;
             }
@@ -469,28 +420,27 @@ impl Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reactor::cells::Cells;
     use std::cell::RefCell;
-    use std::panic::Location;
     use std::time::Duration;
 
-    fn cell(log: &Rc<RefCell<Vec<u32>>>, id: u32) -> Rc<dyn Callback> {
+    type Log = Rc<RefCell<Vec<u32>>>;
+
+    /// Schedules a timer that logs `id` when it runs.
+    fn push(timers: &mut Timers, when: Instant, log: &Log, id: u32) -> TimerHandle {
         let log = log.clone();
-        Cells::default().insert(
-            move |_| log.borrow_mut().push(id),
-            State::Scheduled,
-            Location::caller(),
-        )
+        timers.push(when, move |_| log.borrow_mut().push(id), Location::caller())
     }
 
-    fn ids(ready: &VecDeque<Ready>, cells: &[(u32, Rc<dyn Callback>)]) -> Vec<u32> {
-        ready
-            .iter()
-            .map(|r| match r {
-                Ready::Callback(c) => cells.iter().find(|(_, x)| Rc::ptr_eq(x, c)).unwrap().0,
-                _ => unreachable!(),
-            })
-            .collect()
+    /// Runs the queued timers (on a loop of their own: they only log), in deque order;
+    /// returns the ids they logged.
+    fn ids(ready: &mut VecDeque<Ready>, log: &Log) -> Vec<u32> {
+        let event_loop = EventLoop::new().unwrap();
+        log.borrow_mut().clear();
+        for r in ready.drain(..) {
+            assert!(matches!(r, Ready::Timer(_)));
+            r.run(&event_loop);
+        }
+        std::mem::take(&mut *log.borrow_mut())
     }
 
     /// The heap alone, at every size up to a few levels: pops come out sorted, whichever
@@ -537,16 +487,13 @@ mod tests {
         let t0 = Instant::now();
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
-        let mut cells = Vec::new();
         for id in 0..50 {
-            let c = cell(&log, id);
-            cells.push((id, c.clone()));
-            let _ = timers.push(t0 + Duration::from_millis(5), c);
+            let _ = push(&mut timers, t0 + Duration::from_millis(5), &log, id);
         }
         let mut ready = VecDeque::new();
         assert_eq!(timers.expire(t0 + Duration::from_millis(4), &mut ready), 0);
         assert_eq!(timers.expire(t0 + Duration::from_millis(5), &mut ready), 50);
-        assert_eq!(ids(&ready, &cells), (0..50).collect::<Vec<_>>());
+        assert_eq!(ids(&mut ready, &log), (0..50).collect::<Vec<_>>());
     }
 
     /// A reference model over many random operations: pushes at random virtual times, random
@@ -566,16 +513,13 @@ mod tests {
         let mut timers = Timers::new();
         let mut model: Vec<(Instant, u64, u32)> = Vec::new(); // live timers
         let mut handles: Vec<(u32, TimerHandle, u64)> = Vec::new();
-        let mut cells = Vec::new();
         let mut seq = 0u64;
         let mut now = t0;
         for id in 0..20_000u32 {
             match rand(10) {
                 0..=5 => {
                     let when = now + Duration::from_micros(rand(5_000));
-                    let c = cell(&log, id);
-                    cells.push((id, c.clone()));
-                    let h = timers.push(when, c);
+                    let h = push(&mut timers, when, &log, id);
                     model.push((when, seq, id));
                     handles.push((id, h, seq));
                     seq += 1;
@@ -590,17 +534,12 @@ mod tests {
                     now += Duration::from_micros(rand(1_000));
                     let mut ready = VecDeque::new();
                     timers.expire(now, &mut ready);
-                    let got = ids(&ready, &cells);
+                    let got = ids(&mut ready, &log);
                     model.sort();
                     let due: Vec<u32> = model.iter().filter(|m| m.0 <= now).map(|m| m.2).collect();
                     model.retain(|m| m.0 > now);
                     handles.retain(|(id, _, _)| !due.contains(id));
                     assert_eq!(got, due);
-                    for r in ready {
-                        if let Ready::Callback(c) = r {
-                            c.set_state(State::Done);
-                        }
-                    }
                     timers.tidy();
                 }
             }
@@ -615,7 +554,7 @@ mod tests {
         // A burst of cancels with no expiry in between must still be reclaimed.
         let far = now + Duration::from_secs(3600);
         let burst: Vec<TimerHandle> = (0..1_000)
-            .map(|i| timers.push(far, cell(&log, 1_000_000 + i)))
+            .map(|i| push(&mut timers, far, &log, 1_000_000 + i))
             .collect();
         let before = timers.compactions();
         for h in &burst[..990] {
@@ -632,8 +571,8 @@ mod tests {
         let t0 = Instant::now();
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
-        let h = timers.push(t0, cell(&log, 1));
-        let _ = timers.push(t0 + Duration::from_secs(9), cell(&log, 2));
+        let h = push(&mut timers, t0, &log, 1);
+        let _ = push(&mut timers, t0 + Duration::from_secs(9), &log, 2);
         h.cancel();
         assert_eq!(timers.next_deadline(), Some(t0 + Duration::from_secs(9)));
         assert_eq!(timers.len(), 1);
@@ -646,17 +585,12 @@ mod tests {
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
         timers.next_seq = u32::MAX - 5;
-        let mut cells = Vec::new();
         let when = t0 + Duration::from_millis(5);
         for id in 0..12 {
-            let c = cell(&log, id);
-            cells.push((id, c.clone()));
-            let _ = timers.push(when, c);
+            let _ = push(&mut timers, when, &log, id);
             // An earlier one pushed in between keeps its place too.
             if id == 7 {
-                let c = cell(&log, 100);
-                cells.push((100, c.clone()));
-                let _ = timers.push(t0, c);
+                let _ = push(&mut timers, t0, &log, 100);
             }
         }
         assert!(timers.next_seq < 20, "renumbered: {}", timers.next_seq);
@@ -664,22 +598,34 @@ mod tests {
         assert_eq!(timers.expire(when, &mut ready), 13);
         let mut expected = vec![100];
         expected.extend(0..12);
-        assert_eq!(ids(&ready, &cells), expected);
+        assert_eq!(ids(&mut ready, &log), expected);
     }
 
-    /// A handle whose timer already left the heap cannot mark the timer that reuses its slot.
+    /// A slot stays its timer's while a handle names it, so a handle kept after its timer ran
+    /// can never cancel another timer; once nothing names it, the next timer reuses it.
     #[test]
-    fn a_stale_handle_does_not_cancel_the_next_timer_in_its_slot() {
+    fn a_slot_is_reused_only_when_no_handle_names_it() {
         let t0 = Instant::now();
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
-        let old = timers.push(t0, cell(&log, 1));
+        let old = push(&mut timers, t0, &log, 1);
         let mut ready = VecDeque::new();
         assert_eq!(timers.expire(t0, &mut ready), 1);
-        let new = timers.push(t0, cell(&log, 2));
-        assert_eq!(new.slot, old.slot, "the slot is reused");
-        old.cancel(); // cancels the queued cell, not the new timer
+        assert_eq!(ids(&mut ready, &log), [1]);
+        assert!(old.is_done());
+        let new = push(&mut timers, t0, &log, 2);
+        assert_ne!(new.slot, old.slot, "a kept handle keeps its slot");
+        old.cancel(); // too late for its own timer, and it cannot reach the new one
+        assert!(!old.is_cancelled() && !new.is_cancelled());
         assert_eq!(timers.live(), 1);
-        assert_eq!(timers.expire(t0, &mut ready), 1);
+        let old_slot = old.slot;
+        let copy = old.clone();
+        drop(old);
+        assert_eq!(timers.slots.slots_in_use(), 2, "a clone still names it");
+        drop(copy);
+        assert_eq!(timers.slots.slots_in_use(), 1);
+        assert_eq!(push(&mut timers, t0, &log, 3).slot, old_slot, "now reused");
+        assert_eq!(timers.expire(t0, &mut ready), 2);
+        assert_eq!(ids(&mut ready, &log), [2, 3]);
     }
 }

@@ -217,10 +217,10 @@ pub(crate) fn call_soon(inner: &Inner, at: &Location<'_>) {
     }
 }
 
-/// `call_later` / `call_at` scheduled the cell at `cell` for `when`.
-pub(crate) fn call_later(inner: &Inner, cell: usize, when: Instant, at: &Location<'_>) {
+/// `call_later` / `call_at` scheduled the timer in `slot` for `when`.
+pub(crate) fn call_later(inner: &Inner, slot: u32, when: Instant, at: &Location<'_>) {
     if let Some(json) = inner.json() {
-        json.call_later(inner.iteration(), cell, when, at);
+        json.call_later(inner.iteration(), slot, when, at);
     }
 }
 

@@ -76,10 +76,12 @@ struct State {
     iteration: u64,
     next_id: u64,
     next_task: u64,
-    /// Callback cell address -> (id, is a timer), from `call_later` (or from the first
-    /// meeting of a `call_soon`'s cell) until it runs or is cancelled: cells are recycled, so
-    /// an address is forgotten when its use ends.
-    cells: HashMap<usize, (u64, bool)>,
+    /// Callback cell address -> id, from the first meeting of a `call_soon`'s cell until it
+    /// runs: cells are recycled, so an address is forgotten when its use ends.
+    cells: HashMap<usize, u64>,
+    /// Timer slot -> id, from `call_later` until the timer runs or is cancelled: slots are
+    /// reused, so a slot is forgotten when its use ends.
+    timers: HashMap<u32, u64>,
     /// The ids of `call_soon`s whose cells step 6 has not met yet, oldest first: they are the
     /// deque's callback entries whose address is not in `cells`, in the same order.
     soon: VecDeque<u64>,
@@ -132,6 +134,7 @@ impl JsonTrace {
                 next_id: 1,
                 next_task: 1,
                 cells: HashMap::new(),
+                timers: HashMap::new(),
                 soon: VecDeque::new(),
                 watchers: HashMap::new(),
                 remotes: HashMap::new(),
@@ -340,6 +343,7 @@ impl JsonTrace {
     pub(crate) fn run_start(&self, i: u64, entry: &Ready) -> Option<Running> {
         let skipped = match entry {
             Ready::Callback(c) => c.state() != crate::reactor::cells::State::Queued,
+            Ready::Timer(t) => t.is_cancelled(),
             Ready::Io(w) => w.cancelled.get(),
             _ => false,
         };
@@ -357,6 +361,10 @@ impl JsonTrace {
                     ids.s
                         .cells
                         .remove(&(Rc::as_ptr(cell) as *const () as usize));
+                }
+                // Its slot may name another timer next.
+                Ready::Timer(t) => {
+                    ids.s.timers.remove(&t.slot);
                 }
                 _ => {}
             }
@@ -430,11 +438,11 @@ impl JsonTrace {
         });
     }
 
-    pub(crate) fn call_later(&self, i: u64, cell: usize, when: Instant, at: &Location<'_>) {
+    pub(crate) fn call_later(&self, i: u64, slot: u32, when: Instant, at: &Location<'_>) {
         let deadline = self.at(when);
         self.line("call_later", |l, ids| {
             let id = ids.fresh();
-            ids.s.cells.insert(cell, (id, true));
+            ids.s.timers.insert(slot, id);
             ids.s.deadlines.insert(id, deadline);
             if ids.s.current.is_some_and(|c| c.task.is_some()) {
                 ids.s.parked_on.push(format!("timer {id}"));
@@ -448,10 +456,10 @@ impl JsonTrace {
 
     /// A timer was cancelled (`TimerHandle::cancel`, which knows no iteration: the trace's
     /// own count is used).
-    pub(crate) fn cancel(&self, cell: usize) {
+    pub(crate) fn cancel(&self, slot: u32) {
         self.line("cancel", |l, ids| {
             let i = ids.s.iteration;
-            let id = ids.s.cells.remove(&cell).map_or(0, |(id, _)| id);
+            let id = ids.s.timers.remove(&slot).unwrap_or(0);
             ids.s.deadlines.remove(&id);
             l.u64("i", i).u64("id", id)
         });
@@ -639,19 +647,36 @@ impl Ids<'_> {
         match e {
             Ready::Callback(cell) => {
                 let addr = Rc::as_ptr(cell) as *const () as usize;
-                let (id, timer) = match self.s.cells.get(&addr) {
+                let id = match self.s.cells.get(&addr) {
                     Some(&known) => known,
                     None => {
                         // A `call_soon`'s cell, met for the first time (or one scheduled
                         // before the trace began, when no id waits).
                         let id = self.s.soon.pop_front().unwrap_or_else(|| self.fresh());
-                        self.s.cells.insert(addr, (id, false));
-                        (id, false)
+                        self.s.cells.insert(addr, id);
+                        id
                     }
                 };
                 Named {
                     id,
-                    kind: if timer { "timer" } else { "callback" },
+                    kind: "callback",
+                    fd: None,
+                    task: None,
+                }
+            }
+            Ready::Timer(t) => {
+                // A timer scheduled before the trace began gets an id now.
+                let id = match self.s.timers.get(&t.slot) {
+                    Some(&known) => known,
+                    None => {
+                        let id = self.fresh();
+                        self.s.timers.insert(t.slot, id);
+                        id
+                    }
+                };
+                Named {
+                    id,
+                    kind: "timer",
                     fd: None,
                     task: None,
                 }

@@ -134,49 +134,78 @@ per_backend! {
         assert!(cancelled.is_cancelled() && !cancelled.is_done());
     }
 
-    /// A timer handle dropped last gives its cell back to the pool, and the cell is reused; a
-    /// handle that outlives its loop frees its cell instead (a pooled cell and its pool hold
-    /// each other: the loop's drop ends that, and nothing may be pooled after it). Every byte
-    /// the loop and its timers took is given back, in either order of the two drops.
-    /// (`call_soon`'s `Handle` does not do this: its drop is on the fan-out's hot path.)
-    fn timer_handles_dropped_last_recycle_their_cells_and_free_them_late(backend: Backend) {
-        let arm = |lp: &EventLoop, ran: Rc<Cell<u32>>| {
-            lp.call_later(Duration::ZERO, move |_| ran.set(ran.get() + 1))
+    /// Timers whose handles are all kept (as a program that keeps a handle per connection's
+    /// timeout does) allocate nothing once the loop's timer vectors have grown, and while they
+    /// grow, only the vectors do: the closure is stored inline in the store of its type, the
+    /// handle is a slot number (`src/reactor/timer_slots.rs`). Every byte is given back, in either order of dropping
+    /// the loop and the last handles, and also when a pending timer's closure holds a handle
+    /// of its own loop (the close drops the closure, which ends that cycle).
+    fn kept_timer_handles_cost_no_allocation_once_warm_and_free_everything(backend: Backend) {
+        const N: usize = 1_000;
+        let arm = |lp: &EventLoop, ran: &Rc<Cell<usize>>, into: &mut Vec<evloop::TimerHandle>| {
+            for i in 0..N {
+                let ran = ran.clone();
+                let delay = Duration::from_nanos((i % 7) as u64);
+                into.push(lp.call_later(delay, move |_| ran.set(ran.get() + 1)));
+            }
         };
-        let run = |lp: &EventLoop, timer: &evloop::TimerHandle| {
-            while !timer.is_done() {
+        let run_all = |lp: &EventLoop, handles: &[evloop::TimerHandle]| {
+            while !handles.iter().all(evloop::TimerHandle::is_done) {
                 lp.run_nowait().unwrap();
             }
         };
-        // This thread's first loop, and a first handle dropped last: one-time allocations.
-        let lp = EventLoop::with_backend(backend).unwrap();
-        let warm = arm(&lp, Rc::new(Cell::new(0)));
-        run(&lp, &warm);
-        drop((warm, lp));
-        for handle_outlives_loop in [false, true] {
+        // This thread's first loop: one-time allocations.
+        drop(EventLoop::with_backend(backend).unwrap());
+        for handles_outlive_loop in [false, true] {
             let before = bytes_in_use();
             let lp = EventLoop::with_backend(backend).unwrap();
             let ran = Rc::new(Cell::new(0));
-            let first = arm(&lp, ran.clone());
-            run(&lp, &first);
-            drop(first); // the last holder of a finished cell: back to the pool
-            let (allocations, second) = count(|| arm(&lp, ran.clone()));
-            assert_eq!(allocations, 0, "{backend:?}: the pooled cell was reused");
-            run(&lp, &second);
-            if handle_outlives_loop {
+            let mut handles = Vec::with_capacity(N);
+            arm(&lp, &ran, &mut handles);
+            run_all(&lp, &handles);
+            handles.clear(); // every slot and every place in the store is free again
+            let (allocations, ()) = count(|| arm(&lp, &ran, &mut handles));
+            assert_eq!(
+                allocations, 0,
+                "{backend:?}: {N} timers armed with their handles kept, after warm-up"
+            );
+            run_all(&lp, &handles);
+            assert_eq!(ran.get(), 2 * N);
+            // Growing: ten times as many timers, every handle kept, so no place is ever free.
+            // Only the vectors grow (a few doublings each), not one allocation per timer.
+            let mut many = Vec::with_capacity(10 * N);
+            let (allocations, ()) = count(|| {
+                for _ in 0..10 {
+                    arm(&lp, &ran, &mut many);
+                }
+            });
+            assert!(
+                allocations <= 64,
+                "{backend:?}: {} timers armed with their handles kept made {allocations} \
+                 allocations: the timer vectors should only grow, by doubling",
+                10 * N
+            );
+            run_all(&lp, &many);
+            assert_eq!(ran.get(), 12 * N);
+            drop(many);
+            // A pending timer whose closure holds a handle of another pending timer.
+            let far = lp.call_later(Duration::from_secs(3600), |_| ());
+            let holder = far.clone();
+            let _ = lp.call_later(Duration::from_secs(3600), move |_| drop(holder));
+            if handles_outlive_loop {
                 drop(lp);
-                drop(second);
+                assert!(far.is_cancelled(), "closing the loop cancels pending timers");
+                drop((handles, far));
             } else {
-                drop(second);
+                drop((handles, far));
                 drop(lp);
             }
-            assert_eq!(ran.get(), 2);
             drop(ran);
             assert_eq!(
                 bytes_in_use(),
                 before,
-                "{backend:?}: bytes left behind (handle dropped after the loop: \
-                 {handle_outlives_loop})"
+                "{backend:?}: bytes left behind (handles dropped after the loop: \
+                 {handles_outlive_loop})"
             );
         }
     }

@@ -1,0 +1,440 @@
+//! Where a timer lives between `call_later` and its run: a slot in a table shared with every
+//! [`TimerHandle`](crate::TimerHandle), and its closure, stored inline in a vector of its own
+//! closure type.
+//!
+//! Layer: reactor, below `timers.rs` (the heap names slots) and `handle.rs` (a handle is a
+//! slot number). libev and libuv let the user own each timer's memory (an `ev_timer` inside
+//! a struct of the user's); asyncio allocates a `TimerHandle` object per call. evloop keeps
+//! every timer in two dense vectors it owns, so scheduling a timer allocates nothing once the
+//! vectors have grown, even when the user keeps a million handles:
+//!
+//! ```text
+//!  heap entry (timers.rs)       slot table (one per loop)               closure stores
+//!  [deadline | seq, slot] ---> slots[slot] = { state, store, index, ---> stores[store]
+//!                                             handles, held, location }     .closures[index]
+//!  TimerHandle { slot } -----------^                                        = Some(F), inline
+//! ```
+//!
+//! - **A slot** is the timer's state (`Scheduled`, `Queued`, `Done`, `Cancelled`; the
+//!   machine of `cells.rs`), how many [`TimerHandle`](crate::TimerHandle)s name it, and
+//!   whether the heap or the ready deque still names it (`held`). It is freed for the next
+//!   timer when neither is true any more: a handle keeps answering `is_done()` for as long
+//!   as it exists, and a stale handle can never reach another timer's slot.
+//! - **A closure store** is a `Vec<Option<F>>` for one closure type `F` (one per call site,
+//!   in practice), with its own free list. The closure's size is known only to its type, so
+//!   the table cannot hold it; the store can, with no box. Stores are found by `TypeId`, the
+//!   last one used a checked downcast away, as the callback pools of `cells.rs` are.
+//! - **No user code runs under a borrow.** Running a timer takes its closure out of its
+//!   store and releases every borrow before calling it; cancelling drops the closure after
+//!   the same. A closure may therefore schedule, cancel, drop handles or panic.
+//!
+//! Before this layout each timer was an `Rc` cell of its own (one `malloc` per timer, 152
+//! bytes of fresh memory with its handle); `docs/16-performance.md` has the figures.
+
+use std::any::{Any, TypeId};
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+use std::panic::Location;
+use std::rc::Rc;
+
+use crate::reactor::cells::{State, TypeIdHasher};
+use crate::reactor::ready::{Ready, TimerRef};
+use crate::reactor::trace_json::JsonTrace;
+use crate::reactor::EventLoop;
+
+/// Everything the timers share with their handles; see the module docs.
+#[derive(Default)]
+pub(crate) struct TimerSlots {
+    pub(crate) table: RefCell<SlotTable>,
+    /// The closure stores by number (a slot names its store by number).
+    stores: RefCell<Vec<StoreViews>>,
+    /// The store used last, for a typed downcast: a loop usually schedules the same closure
+    /// type many times in a row.
+    last: RefCell<Option<Rc<dyn Any>>>,
+    /// Store numbers by closure type.
+    by_type: RefCell<HashMap<TypeId, u32, BuildHasherDefault<TypeIdHasher>>>,
+    /// Timers cancelled before they fired, ever.
+    pub(crate) cancelled_total: Cell<u64>,
+    /// Whether the loop writes the structured trace (`trace_json.rs`): the flag `cancel`
+    /// tests, since a handle has no reference to its loop.
+    pub(crate) tracing: Cell<bool>,
+    /// The structured trace, while `tracing`.
+    pub(crate) trace: RefCell<Option<Rc<JsonTrace>>>,
+}
+
+/// The slots; see [`TimerSlots`].
+#[derive(Default)]
+pub(crate) struct SlotTable {
+    slots: Vec<TimerSlot>,
+    /// Slots free for reuse.
+    free: Vec<u32>,
+    /// Cancelled timers whose entry is still in the heap.
+    pub(crate) cancelled_in_heap: usize,
+}
+
+/// One timer.
+struct TimerSlot {
+    location: &'static Location<'static>,
+    /// Which store holds the closure, and where in it.
+    store: u32,
+    index: u32,
+    /// The [`TimerHandle`](crate::TimerHandle)s naming this slot.
+    handles: u32,
+    state: State,
+    /// Whether the heap or the ready deque still names this slot.
+    held: bool,
+}
+
+impl SlotTable {
+    /// Frees `slot` if nothing names it any more.
+    #[inline]
+    fn free_if_unnamed(&mut self, slot: u32) {
+        let s = &self.slots[slot as usize];
+        if s.handles == 0 && !s.held {
+            self.free.push(slot);
+        }
+    }
+
+    /// Whether the heap's entry for `slot` is a cancelled timer (to be dropped, not fired).
+    #[inline]
+    pub(crate) fn is_cancelled(&self, slot: u32) -> bool {
+        self.slots[slot as usize].state == State::Cancelled
+    }
+
+    /// The heap let go of a cancelled timer's entry.
+    #[inline]
+    pub(crate) fn drop_cancelled(&mut self, slot: u32) {
+        self.slots[slot as usize].held = false;
+        self.cancelled_in_heap = self.cancelled_in_heap.saturating_sub(1);
+        self.free_if_unnamed(slot);
+    }
+
+    /// A timer left the heap: live, it is marked `Queued` and its closure's place is returned;
+    /// cancelled, it is dropped.
+    #[inline]
+    fn expire(&mut self, slot: u32) -> Option<(u32, u32)> {
+        let s = &mut self.slots[slot as usize];
+        if s.state == State::Scheduled {
+            s.state = State::Queued;
+            Some((s.store, s.index))
+        } else {
+            self.drop_cancelled(slot);
+            None
+        }
+    }
+}
+
+/// The closures of one type, as the loop sees them whatever the type.
+trait ClosureStore {
+    /// Takes the closure at `index` out, frees the place, and calls it. Calls user code.
+    fn run(&self, index: u32, event_loop: &EventLoop);
+    /// Takes the closure at `index` out, frees the place, and drops it outside the store's
+    /// borrow. Calls user code (its destructor).
+    fn discard(&self, index: u32);
+    /// Reads the closure at `index` without running it, so that its memory is in the cache
+    /// when it runs (see [`TimerSlots::queue_expired`]).
+    fn warm(&self, index: u32);
+    /// Takes one closure out, boxed, for the loop's close to drop (one at a time, each
+    /// destructor's panic caught); `None` when the store is empty.
+    fn take_any(&self) -> Option<Box<dyn Any>>;
+}
+
+/// One store as the loop sees it, and as `Any` for the typed downcast (the same `Rc`).
+#[derive(Clone)]
+struct StoreViews {
+    erased: Rc<dyn ClosureStore>,
+    typed: Rc<dyn Any>,
+}
+
+/// The closures of type `F`.
+struct Store<F> {
+    number: u32,
+    inner: RefCell<StoreInner<F>>,
+}
+
+struct StoreInner<F> {
+    closures: Vec<Option<F>>,
+    free: Vec<u32>,
+}
+
+impl<F> Store<F> {
+    /// Puts `callback` in a free place (or a new one at the end); returns its index.
+    #[inline(always)]
+    fn put(&self, callback: F) -> u32 {
+        let mut s = self.inner.borrow_mut();
+        match s.free.pop() {
+            Some(index) => {
+                // A free place's closure was taken: the `None` replaced here drops nothing.
+                s.closures[index as usize] = Some(callback);
+                index
+            }
+            None => {
+                s.closures.push(Some(callback));
+                u32::try_from(s.closures.len() - 1).expect("fewer than 2^32 live timers")
+            }
+        }
+    }
+
+    /// Takes the closure at `index` out and frees its place.
+    #[inline]
+    fn take(&self, index: u32) -> Option<F> {
+        let mut s = self.inner.borrow_mut();
+        let callback = s.closures.get_mut(index as usize)?.take();
+        if callback.is_some() {
+            s.free.push(index);
+        }
+        callback
+    }
+}
+
+impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
+    fn run(&self, index: u32, event_loop: &EventLoop) {
+        if let Some(callback) = self.take(index) {
+            callback(event_loop); // no borrow held: user code may do anything
+        }
+    }
+
+    fn discard(&self, index: u32) {
+        drop(self.take(index)); // the borrow ended inside `take`
+    }
+
+    #[inline]
+    fn warm(&self, index: u32) {
+        let s = self.inner.borrow();
+        std::hint::black_box(s.closures.get(index as usize).is_some_and(Option::is_some));
+    }
+
+    fn take_any(&self) -> Option<Box<dyn Any>> {
+        let callback = {
+            let mut s = self.inner.borrow_mut();
+            let callback = s.closures.iter_mut().find_map(Option::take);
+            if callback.is_none() {
+                // Empty now: give the memory back too.
+                s.closures = Vec::new();
+                s.free = Vec::new();
+            }
+            callback
+        };
+        callback.map(|c| Box::new(c) as Box<dyn Any>)
+    }
+}
+
+impl TimerSlots {
+    /// Stores `callback` and gives it a slot, `Scheduled`, named by the heap and by one
+    /// handle; returns the slot number.
+    #[inline(always)]
+    pub(crate) fn insert<F: FnOnce(&EventLoop) + 'static>(
+        &self,
+        callback: F,
+        location: &'static Location<'static>,
+    ) -> u32 {
+        let (store, index) = self.put(callback);
+        let slot = TimerSlot {
+            location,
+            store,
+            index,
+            handles: 1,
+            state: State::Scheduled,
+            held: true,
+        };
+        let mut table = self.table.borrow_mut();
+        match table.free.pop() {
+            Some(n) => {
+                table.slots[n as usize] = slot;
+                n
+            }
+            None => {
+                table.slots.push(slot);
+                u32::try_from(table.slots.len() - 1).expect("fewer than 2^32 live timers")
+            }
+        }
+    }
+
+    /// Puts `callback` in the store of its type; returns (store number, index).
+    #[inline(always)]
+    fn put<F: FnOnce(&EventLoop) + 'static>(&self, callback: F) -> (u32, u32) {
+        {
+            let last = self.last.borrow();
+            // The downcast is the type check: it fails for any other closure type.
+            if let Some(store) = last.as_ref().and_then(|a| a.downcast_ref::<Store<F>>()) {
+                return (store.number, store.put(callback));
+            }
+        }
+        let store = self.store::<F>();
+        let index = store.put(callback);
+        (store.number, index)
+    }
+
+    /// The store of closure type `F`, made on first use; it becomes the `last` one.
+    #[inline(never)]
+    fn store<F: FnOnce(&EventLoop) + 'static>(&self) -> Rc<Store<F>> {
+        let id = TypeId::of::<F>();
+        let number = *self.by_type.borrow_mut().entry(id).or_insert_with(|| {
+            let mut stores = self.stores.borrow_mut();
+            let number = u32::try_from(stores.len()).expect("fewer than 2^32 closure types");
+            let store = Rc::new(Store::<F> {
+                number,
+                inner: RefCell::new(StoreInner {
+                    closures: Vec::new(),
+                    free: Vec::new(),
+                }),
+            });
+            stores.push(StoreViews {
+                erased: store.clone(),
+                typed: store,
+            });
+            number
+        });
+        let any = self.stores.borrow()[number as usize].typed.clone();
+        *self.last.borrow_mut() = Some(any.clone());
+        any.downcast::<Store<F>>()
+            .unwrap_or_else(|_| unreachable!("a store is filed under its own closure type"))
+    }
+
+    /// The store numbered `n`.
+    #[inline]
+    fn store_number(&self, n: u32) -> Rc<dyn ClosureStore> {
+        self.stores.borrow()[n as usize].erased.clone()
+    }
+
+    /// Moves the timers of `batch`, just taken off the heap, to the ready deque (the live
+    /// ones: a cancelled one is dropped); returns how many it queued.
+    ///
+    /// For each live timer it also reads the closure, which step 6 will run. The timers of a
+    /// batch come out of the heap in deadline order, so their slots and closures are
+    /// scattered in memory: read here, one independent load per timer, the cache misses
+    /// overlap; read only when each runs, after the previous one's user code, they would not.
+    #[inline]
+    pub(crate) fn queue_expired(
+        self: &Rc<Self>,
+        table: &mut SlotTable,
+        batch: &[u32],
+        ready: &mut VecDeque<Ready>,
+    ) -> usize {
+        let stores = self.stores.borrow();
+        let mut live = 0;
+        for &slot in batch {
+            if let Some((store, index)) = table.expire(slot) {
+                stores[store as usize].erased.warm(index);
+                ready.push_back(Ready::Timer(TimerRef {
+                    slots: self.clone(),
+                    slot,
+                }));
+                live += 1;
+            }
+        }
+        live
+    }
+
+    /// Runs the queued timer in `slot` (step 6), unless it was cancelled since it was queued;
+    /// returns whether it ran. Calls user code, with no borrow held.
+    #[inline]
+    pub(crate) fn run(&self, slot: u32, event_loop: &EventLoop) -> bool {
+        let (store, index) = {
+            let mut table = self.table.borrow_mut();
+            let s = &mut table.slots[slot as usize];
+            s.held = false;
+            let live = s.state == State::Queued;
+            if live {
+                s.state = State::Done; // a `cancel` from inside the callback is a no-op
+            }
+            let place = (s.store, s.index);
+            table.free_if_unnamed(slot);
+            if !live {
+                return false; // cancelled while queued: its closure is already gone
+            }
+            place
+        };
+        self.store_number(store).run(index, event_loop);
+        true
+    }
+
+    /// Cancels the timer in `slot` if it is pending, dropping its closure (user code, with
+    /// no borrow held); returns whether it was pending.
+    pub(crate) fn cancel(&self, slot: u32) -> bool {
+        let (store, index) = {
+            let mut table = self.table.borrow_mut();
+            let table = &mut *table;
+            let Some(s) = table.slots.get_mut(slot as usize) else {
+                return false;
+            };
+            match s.state {
+                State::Scheduled => table.cancelled_in_heap += 1,
+                State::Queued => {}
+                State::Done | State::Cancelled => return false,
+            }
+            s.state = State::Cancelled;
+            (s.store, s.index)
+        };
+        self.cancelled_total.set(self.cancelled_total.get() + 1);
+        self.store_number(store).discard(index);
+        true
+    }
+
+    /// The state of the timer in `slot`.
+    pub(crate) fn state(&self, slot: u32) -> State {
+        self.table.borrow().slots[slot as usize].state
+    }
+
+    /// Where the timer in `slot` was scheduled.
+    pub(crate) fn location(&self, slot: u32) -> &'static Location<'static> {
+        self.table.borrow().slots[slot as usize].location
+    }
+
+    /// One more handle names `slot`.
+    pub(crate) fn add_handle(&self, slot: u32) {
+        self.table.borrow_mut().slots[slot as usize].handles += 1;
+    }
+
+    /// A handle naming `slot` was dropped: the slot is freed if nothing else names it.
+    #[inline]
+    pub(crate) fn drop_handle(&self, slot: u32) {
+        let mut table = self.table.borrow_mut();
+        table.slots[slot as usize].handles -= 1;
+        table.free_if_unnamed(slot);
+    }
+
+    /// The loop is closing: every pending timer becomes `Cancelled` and is named by nothing
+    /// but its handles (the heap and the deque were emptied by the caller). Returns the
+    /// closures, one at a time through the iterator, for the caller to drop with each
+    /// destructor's panic caught.
+    pub(crate) fn close(&self) -> impl Iterator<Item = Box<dyn Any>> + '_ {
+        {
+            let mut table = self.table.borrow_mut();
+            let table = &mut *table;
+            table.cancelled_in_heap = 0;
+            for n in 0..table.slots.len() {
+                let s = &mut table.slots[n];
+                if s.held {
+                    s.held = false;
+                    if matches!(s.state, State::Scheduled | State::Queued) {
+                        s.state = State::Cancelled;
+                    }
+                    table.free_if_unnamed(n as u32);
+                }
+            }
+        }
+        let stores = self.stores.borrow().clone();
+        *self.last.borrow_mut() = None;
+        stores
+            .into_iter()
+            .flat_map(|views| std::iter::from_fn(move || views.erased.take_any()))
+    }
+
+    /// Tells the structured trace that the timer in `slot` was cancelled.
+    #[cold]
+    pub(crate) fn trace_cancel(&self, slot: u32) {
+        let json = self.trace.borrow().clone();
+        if let Some(json) = json {
+            json.cancel(slot);
+        }
+    }
+
+    /// Live slots (not free), for tests.
+    #[cfg(test)]
+    pub(crate) fn slots_in_use(&self) -> usize {
+        let table = self.table.borrow();
+        table.slots.len() - table.free.len()
+    }
+}
