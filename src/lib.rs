@@ -24,6 +24,7 @@
 //!               close.rs       close, panic-safe                              │
 //!               ready.rs       the FIFO ready deque                           │
 //!               timers.rs      4-ary timer heap keyed (deadline, seq)         │
+//!               timer_slots.rs a timer's slot; closures stored by type        │
 //!               registry.rs    fd -> (reader, writer); batched interest       │
 //!               remote.rs      call_soon_threadsafe: mutexed queue + waker    │
 //!               runnable.rs    what tasks are to the reactor: keyed, wakeable │

@@ -12,11 +12,13 @@
 //!  ready.rs        the ready deque's entries: callbacks, I/O watchers, threadsafe calls,
 //!                  runnable steps
 //!  timers.rs       the 4-ary timer heap keyed (deadline, seq)
+//!  timer_slots.rs  where a timer lives: a slot (state, handle count), its closure inline
+//!                  in a store of its closure type
 //!  registry.rs     fd -> (reader, writer), batched interest; the only caller of the selector
 //!  remote.rs       call_soon_threadsafe: a mutexed queue and the waker
 //!  runnable.rs     what a task is to the reactor: a keyed, wakeable entry in a slab
-//!  cells.rs        the callback cells: one slab per closure type, counted references
-//!  handle.rs       Handle, TimerHandle: references to a cell
+//!  cells.rs        call_soon's callback cells: an Rc each, pooled per closure type
+//!  handle.rs       Handle (a cell), TimerHandle (a slot)
 //!  diagnostics.rs  the sink every report goes through; trace.rs: trace mode, narrated
 //!  trace_json.rs   ... or as JSON lines (EVLOOP_TRACE=json:PATH); json.rs: their writer
 //!  weak.rs         WeakEventLoop

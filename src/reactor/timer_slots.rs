@@ -208,7 +208,14 @@ impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
     fn take_any(&self) -> Option<Box<dyn Any>> {
         let callback = {
             let mut s = self.inner.borrow_mut();
-            let callback = s.closures.iter_mut().find_map(Option::take);
+            // From the end, shrinking as it goes: O(n) for the whole close.
+            let mut callback = None;
+            while let Some(place) = s.closures.pop() {
+                if place.is_some() {
+                    callback = place;
+                    break;
+                }
+            }
             if callback.is_none() {
                 // Empty now: give the memory back too.
                 s.closures = Vec::new();

@@ -78,8 +78,12 @@ impl Entry {
 /// epoch; beyond that a deadline saturates (it is "never" anyway).
 const BIAS: u64 = 1 << 63;
 
+/// `d` in nanoseconds, saturating (in 64-bit arithmetic: `as_nanos` is 128-bit).
+#[inline]
 fn ns(d: Duration) -> u64 {
-    d.as_nanos().min(u128::from(u64::MAX)) as u64
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
 }
 
 /// A 4-ary min-heap of [`Entry`]s (libev's choice): half the depth of a binary heap, and the
@@ -225,11 +229,13 @@ impl Timers {
         }
     }
 
+    /// One subtraction of instants on the common path (a deadline after the epoch): this runs
+    /// on every timer insert.
+    #[inline]
     fn encode(&self, when: Instant) -> u64 {
-        if when >= self.epoch {
-            BIAS.saturating_add(ns(when - self.epoch))
-        } else {
-            BIAS - ns(self.epoch - when).min(BIAS)
+        match when.checked_duration_since(self.epoch) {
+            Some(after) => BIAS.saturating_add(ns(after)),
+            None => BIAS - ns(self.epoch.duration_since(when)).min(BIAS),
         }
     }
 

@@ -5,8 +5,9 @@
 //! builds by hand from a promise and `call_at`, with the promise taken out: the timer's
 //! callback wakes the task itself, and the timer's handle says whether it ran. Dropping a
 //! `Sleep` (a cancelled task, a lost `timeout` race) cancels its timer, so nothing is left in
-//! the heap. In steady state a sleep allocates nothing: its timer's cell comes from the
-//! loop's pool and goes back to it when the `Sleep` is dropped (`docs/09-promises.md`).
+//! the heap. In steady state a sleep allocates nothing: its timer is a slot in the loop's
+//! table and its closure a place in a vector of its type, reused once the `Sleep` drops the
+//! handle (`docs/09-promises.md`).
 
 use std::fmt;
 use std::future::Future;
