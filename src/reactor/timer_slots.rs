@@ -28,6 +28,10 @@
 //!   store and releases every borrow before calling it; cancelling drops the closure after
 //!   the same. A closure may therefore schedule, cancel, drop handles or panic.
 //!
+//! The vectors keep their largest size, as the heap and the ready deque do: memory follows the
+//! most timers ever pending at once (per closure type, for the stores), and a loop that has
+//! reached its working size schedules timers without calling the allocator.
+//!
 //! Before this layout each timer was an `Rc` cell of its own (one `malloc` per timer, 152
 //! bytes of fresh memory with its handle); `docs/16-performance.md` has the figures.
 
@@ -391,7 +395,13 @@ impl TimerSlots {
 
     /// One more handle names `slot`.
     pub(crate) fn add_handle(&self, slot: u32) {
-        self.table.borrow_mut().slots[slot as usize].handles += 1;
+        let mut table = self.table.borrow_mut();
+        let s = &mut table.slots[slot as usize];
+        // A wrapped count would free the slot while handles still name it.
+        s.handles = s
+            .handles
+            .checked_add(1)
+            .expect("fewer than 2^32 clones of one TimerHandle");
     }
 
     /// A handle naming `slot` was dropped: the slot is freed if nothing else names it.
