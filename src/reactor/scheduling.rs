@@ -53,6 +53,7 @@ impl EventLoop {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     #[track_caller]
+    #[inline]
     pub fn call_soon(&self, callback: impl FnOnce(&EventLoop) + 'static) -> Handle {
         // One test for two unusual states: closed (panic) or traced.
         if self.inner.slow_verbs.get() != 0 {
@@ -146,6 +147,7 @@ impl EventLoop {
         self.schedule_at(when, callback, Location::caller())
     }
 
+    #[inline]
     fn schedule_at(
         &self,
         when: Instant,
