@@ -67,6 +67,15 @@ impl Entry {
         (u128::from(self.key) << 64) | u128::from(self.order)
     }
 
+    /// The entry whose [`rank`](Entry::rank) is `rank`.
+    #[inline(always)]
+    fn from_rank(rank: u128) -> Entry {
+        Entry {
+            key: (rank >> 64) as u64,
+            order: rank as u64,
+        }
+    }
+
     #[inline(always)]
     fn slot(self) -> u32 {
         (self.order & 0xffff_ffff) as u32
@@ -136,9 +145,11 @@ impl QuadHeap {
         let v = &mut self.v[..];
         let mut i = 0;
         while let Some(c) = v.get(4 * i + 1..4 * i + 5) {
-            let min = 4 * i + 1 + Self::smallest_of_four(c);
-            v[i] = v[min];
-            i = min;
+            // The winner comes out of the tournament with its rank, which is the entry: no
+            // second load, no bounds check on its index.
+            let (k, rank) = Self::smallest_of_four(c);
+            v[i] = Entry::from_rank(rank);
+            i = 4 * i + 1 + k;
         }
         // Fewer than four children: the last node with any, at the bottom of the heap.
         let first = 4 * i + 1;
@@ -166,13 +177,15 @@ impl QuadHeap {
     /// comparisons, the first two independent. The winner is picked by arithmetic on the
     /// index, not by a branch: which child wins is as good as random, and a mispredicted
     /// branch per level cost more than the comparisons.
+    /// Returns the winner's place among the four and its rank.
     #[inline(always)]
-    fn smallest_of_four(c: &[Entry]) -> usize {
+    fn smallest_of_four(c: &[Entry]) -> (usize, u128) {
         let (r0, r1, r2, r3) = (c[0].rank(), c[1].rank(), c[2].rank(), c[3].rank());
         let (a, ra) = if r1 < r0 { (1, r1) } else { (0, r0) };
         let (b, rb) = if r3 < r2 { (3, r3) } else { (2, r2) };
-        let pick_b = usize::from(rb < ra);
-        a + pick_b * (b - a)
+        let pick_b = rb < ra;
+        let k = a + usize::from(pick_b) * (b - a);
+        (k, if pick_b { rb } else { ra })
     }
 
     /// Places `entry` at hole `i` or below, moving smaller children up.
@@ -184,7 +197,7 @@ impl QuadHeap {
         loop {
             let first = 4 * i + 1;
             let min = if let Some(c) = v.get(first..first + 4) {
-                first + Self::smallest_of_four(c)
+                first + Self::smallest_of_four(c).0
             } else if first < n {
                 (first..n).min_by_key(|&c| v[c].rank()).unwrap_or(first)
             } else {
