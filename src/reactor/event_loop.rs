@@ -41,6 +41,7 @@ use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::{Remote, RemoteItem, Shared};
 use crate::reactor::runnable::{Key, LoopId, RunnableRef, Runnables};
+use crate::reactor::timer_slots::CancelTrace;
 use crate::reactor::timers::Timers;
 use crate::reactor::trace;
 use crate::reactor::trace_json::JsonTrace;
@@ -1072,7 +1073,7 @@ impl Inner {
         self.slow_verbs.set(closed | traced);
         let timers = self.timers.borrow();
         timers.slots.tracing.set(json.is_some());
-        *timers.slots.trace.borrow_mut() = json;
+        *timers.slots.trace.borrow_mut() = json.map(|j| j as Rc<dyn CancelTrace>);
     }
 
     pub(crate) fn trace_on(&self) -> bool {

@@ -37,15 +37,20 @@
 
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::panic::Location;
 use std::rc::Rc;
 
 use crate::reactor::cells::{State, TypeIdHasher};
-use crate::reactor::ready::{Ready, TimerRef};
-use crate::reactor::trace_json::JsonTrace;
 use crate::reactor::EventLoop;
+
+/// What a cancelled timer tells the structured trace, which implements it
+/// (`trace_json.rs`): a handle knows no loop, so the table keeps the trace for it.
+pub(crate) trait CancelTrace {
+    /// The timer in `slot` was cancelled.
+    fn cancelled(&self, slot: u32);
+}
 
 /// Everything the timers share with their handles; see the module docs.
 #[derive(Default)]
@@ -64,7 +69,7 @@ pub(crate) struct TimerSlots {
     /// tests, since a handle has no reference to its loop.
     pub(crate) tracing: Cell<bool>,
     /// The structured trace, while `tracing`.
-    pub(crate) trace: RefCell<Option<Rc<JsonTrace>>>,
+    pub(crate) trace: RefCell<Option<Rc<dyn CancelTrace>>>,
 }
 
 /// The slots; see [`TimerSlots`].
@@ -309,8 +314,9 @@ impl TimerSlots {
         self.stores.borrow()[n as usize].erased.clone()
     }
 
-    /// Moves the timers of `batch`, just taken off the heap, to the ready deque (the live
-    /// ones: a cancelled one is dropped); returns how many it queued.
+    /// Marks the timers of `batch`, just taken off the heap, `Queued` and hands each live one
+    /// to `queue` (which puts it on the ready deque); a cancelled one is dropped. Returns how
+    /// many it queued.
     ///
     /// For each live timer it also reads the closure, which step 6 will run. The timers of a
     /// batch come out of the heap in deadline order, so their slots and closures are
@@ -318,20 +324,17 @@ impl TimerSlots {
     /// overlap; read only when each runs, after the previous one's user code, they would not.
     #[inline]
     pub(crate) fn queue_expired(
-        self: &Rc<Self>,
+        &self,
         table: &mut SlotTable,
         batch: &[u32],
-        ready: &mut VecDeque<Ready>,
+        mut queue: impl FnMut(u32),
     ) -> usize {
         let stores = self.stores.borrow();
         let mut live = 0;
         for &slot in batch {
             if let Some((store, index)) = table.expire(slot) {
                 stores[store as usize].erased.warm(index);
-                ready.push_back(Ready::Timer(TimerRef {
-                    slots: self.clone(),
-                    slot,
-                }));
+                queue(slot);
                 live += 1;
             }
         }
@@ -444,7 +447,7 @@ impl TimerSlots {
     pub(crate) fn trace_cancel(&self, slot: u32) {
         let json = self.trace.borrow().clone();
         if let Some(json) = json {
-            json.cancel(slot);
+            json.cancelled(slot);
         }
     }
 

@@ -36,7 +36,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::reactor::handle::TimerHandle;
-use crate::reactor::ready::Ready;
+use crate::reactor::ready::{Ready, TimerRef};
 use crate::reactor::timer_slots::TimerSlots;
 use crate::reactor::EventLoop;
 
@@ -356,7 +356,13 @@ impl Timers {
                 return fired; // the common case: nothing (more) is due this iteration
             }
             // Then each slot (a load from the slot table): live ones go to the deque.
-            fired += self.slots.queue_expired(&mut table, &batch[..n], ready);
+            let slots = &self.slots;
+            fired += slots.queue_expired(&mut table, &batch[..n], |slot| {
+                ready.push_back(Ready::Timer(TimerRef {
+                    slots: slots.clone(),
+                    slot,
+                }));
+            });
             if n < EXPIRE_BATCH {
                 return fired;
             }

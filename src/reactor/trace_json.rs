@@ -46,6 +46,7 @@ use evloop_sys::{Backend, Event};
 
 use crate::reactor::json::{self, Line};
 use crate::reactor::ready::Ready;
+use crate::reactor::timer_slots::CancelTrace;
 use crate::reactor::{Inner, Key, Slot};
 
 /// The format's version, written in the header line.
@@ -456,7 +457,7 @@ impl JsonTrace {
 
     /// A timer was cancelled (`TimerHandle::cancel`, which knows no iteration: the trace's
     /// own count is used).
-    pub(crate) fn cancel(&self, slot: u32) {
+    fn cancel(&self, slot: u32) {
         self.line("cancel", |l, ids| {
             let i = ids.s.iteration;
             let id = ids.s.timers.remove(&slot).unwrap_or(0);
@@ -729,5 +730,12 @@ impl Ids<'_> {
                 }
             }
         }
+    }
+}
+/// How a timer's handle reaches the trace (`timer_slots.rs` keeps it as this trait, so that
+/// the slot table does not import the trace).
+impl CancelTrace for JsonTrace {
+    fn cancelled(&self, slot: u32) {
+        self.cancel(slot);
     }
 }
