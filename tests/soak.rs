@@ -1,6 +1,6 @@
 //! The soak tier: evloop held at scale for tens of seconds, on every backend, with exact
 //! assertions (counts, order, checksums, fds) and two generous bounds (iterations and CPU time
-//! of an idle loop). Four cases:
+//! of an idle loop). Five cases:
 //!
 //! 1. **Echo at scale**: N concurrent loopback TCP connections, each echoing checksummed
 //!    data written in random-size writes, all held open together with periodic traffic. The
@@ -15,6 +15,9 @@
 //!    because signal state is process-wide.
 //! 4. **Long idle**: idle connections and far timers; the loop iterates only when something
 //!    is due and uses almost no CPU.
+//! 5. **Timer churn**: a million timers pending at every moment with every handle kept, five
+//!    million in all, a quarter of the runs cancelling another lane's timer; on a virtual
+//!    clock, with exact order, never-early and state checks.
 //!
 //! Every case is one function with a size parameter: the full size is an `#[ignore]` test
 //! (`cargo test --release --test soak -- --ignored --test-threads=1 --nocapture`, a few
@@ -26,7 +29,8 @@
 //! Layout: this file is the test binary's root, with what every case shares: the lock, the
 //! child processes (their roles, [`ChildRun`] and the `soak_child` entry point) and the test
 //! macros. Each case lives in its own module under `tests/soak/`: `echo.rs` (the server)
-//! and `echo_client.rs` (the child's clients), `wakeups.rs`, `signal_storm.rs`, `idle.rs`;
+//! and `echo_client.rs` (the child's clients), `wakeups.rs`, `signal_storm.rs`, `idle.rs`,
+//! `timers.rs`;
 //! `util.rs` holds the measurements, the PRNG and the data pattern.
 
 mod common;
@@ -38,6 +42,8 @@ mod echo_client;
 mod idle;
 #[path = "soak/signal_storm.rs"]
 mod signal_storm;
+#[path = "soak/timers.rs"]
+mod timers;
 #[path = "soak/util.rs"]
 mod util;
 #[path = "soak/wakeups.rs"]
@@ -53,6 +59,7 @@ use common::*;
 use echo::{echo_case, ECHO_FULL, ECHO_SMALL};
 use idle::{idle_case, IDLE_FULL, IDLE_SMALL};
 use signal_storm::{signal_storm_case, STORM_FULL, STORM_SMALL};
+use timers::{timers_case, TIMERS_FULL, TIMERS_SMALL};
 use wakeups::{wakeups_case, WAKE_FULL, WAKE_SMALL};
 
 // ---------------------------------------------------------------------------------------
@@ -193,6 +200,10 @@ per_backend! {
     fn soak_idle_scaled_down(backend: Backend) {
         idle_case(backend, IDLE_SMALL);
     }
+
+    fn soak_timers_scaled_down(backend: Backend) {
+        timers_case(backend, TIMERS_SMALL);
+    }
 }
 
 full_size_per_backend! {
@@ -210,5 +221,9 @@ full_size_per_backend! {
 
     fn soak_idle_30_s(backend: Backend) {
         idle_case(backend, IDLE_FULL);
+    }
+
+    fn soak_timers_5_million(backend: Backend) {
+        timers_case(backend, TIMERS_FULL);
     }
 }

@@ -1194,7 +1194,9 @@ pub struct Stats {
     pub cancelled_skipped: u64,
     /// Timers moved to the ready deque because their deadline passed.
     pub timers_fired: u64,
-    /// Timers cancelled before they fired.
+    /// Timers cancelled before they ran. One cancelled after its deadline passed, while it
+    /// waited in the ready deque (by a callback that ran before it), counts here and in
+    /// `timers_fired`, and its skipped entry in `cancelled_skipped`.
     pub timers_cancelled: u64,
     /// Times the waker woke the loop (coalesced `call_soon_threadsafe`/`wake`).
     pub wakeups: u64,
