@@ -12,7 +12,6 @@ use std::path::PathBuf;
 
 use evloop::Backend;
 
-use super::report::CSV_HEADER;
 use super::workload::FdKind;
 
 /// The sweep's grid and settings: every N × A × wait mode × backend is one cell.
@@ -74,8 +73,10 @@ impl Sweep {
     }
 }
 
-/// The usage text: on stdout for `--help` (exit 0), on stderr after a mistake.
-pub(crate) fn usage_text() -> String {
+/// The usage text: on stdout for `--help` (exit 0), on stderr after a mistake. `csv_header`
+/// is the line peer mode prints under (`report::CSV_HEADER`, handed in by `main.rs`, so that
+/// the command line does not depend on the report).
+pub(crate) fn usage_text(csv_header: &str) -> String {
     format!(
         "usage: cargo bench --bench scaling -- [--quick] [--n 10,100,1000,10000] [--a 1,100]
           [--w 1000] [--backends epoll,poll,select,select-strict] [--wait block|nowait|both]
@@ -83,7 +84,7 @@ pub(crate) fn usage_text() -> String {
           [--crossover-n 1000] [--crossover-a 1,10,100,1000]   (--crossover-n 0: none)
           [--compare FILE.csv [FILE.csv ...]] [--baseline FILE.csv]
    or: cargo bench --bench scaling -- N A W BACKEND [fds=KIND] [wait=MODE] [rounds=R] [budget_ms=MS]
-       (peer mode: prints one CSV line: {CSV_HEADER})
+       (peer mode: prints one CSV line: {csv_header})
        (-h, --help: this text)
 
 exit status: 0 done (or --help); 2 a bad flag or value; 1 a run that failed.

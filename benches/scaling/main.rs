@@ -73,7 +73,7 @@ use explain::{
     Machine,
 };
 use html::{to_html, Report, Section};
-use report::{csv_line, main_table, to_csv, Row};
+use report::{csv_line, main_table, to_csv, Row, CSV_HEADER};
 use workload::{floor_kind, make_fds, run_evloop, run_floor, Cell_, FdKind, Timing, FD_SETSIZE};
 
 /// Counts the bytes each setup leaves allocated (user-space memory per watched fd). The hot
@@ -91,7 +91,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     match parse_args(&args) {
-        Ok(Command::Help) => print!("{}", usage_text()),
+        Ok(Command::Help) => print!("{}", usage_text(CSV_HEADER)),
         Ok(Command::Peer(p)) => peer_mode(&p),
         Ok(Command::Sweep(sweep)) => {
             let command = format!("cargo bench --bench scaling -- {}", args.join(" "));
@@ -101,7 +101,7 @@ fn main() {
             }
         }
         Err(e) => {
-            eprint!("scaling: {}\n\n{}", e.message, usage_text());
+            eprint!("scaling: {}\n\n{}", e.message, usage_text(CSV_HEADER));
             std::process::exit(e.status);
         }
     }
