@@ -242,8 +242,8 @@ impl Timers {
         }
     }
 
-    /// One subtraction of instants on the common path (a deadline after the epoch): this runs
-    /// on every timer insert.
+    /// The heap key of `when`: nanoseconds from the epoch, biased ([`BIAS`]). One subtraction
+    /// of instants on the common path (a deadline after the epoch): this runs on every insert.
     #[inline]
     fn encode(&self, when: Instant) -> u64 {
         match when.checked_duration_since(self.epoch) {
