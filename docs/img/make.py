@@ -253,7 +253,7 @@ def iteration():
     lt = sx + sw / 2
     g.path(f"M{lt:g},416 L{lt:g},{bus_y:g}", "task", arrow=False)
     g.path(f"M{x5:g},{bus_y:g} L{back_x},{bus_y:g} L{back_x},{dq_y - 2:g}", "q", width=2.2)
-    g.lines(x5 + 8, 420, ["Ready::Callback", "(due timers)"], "m")
+    g.lines(x5 + 8, 420, ["Ready::Timer", "(due timers)"], "m")
     g.lines(x4 + 8, 420, ["Ready::Io, Ready::Remote,", "Ready::Step"], "m")
     g.lines(lt - 8, 430, ["Ready::Callback,", "Ready::Step"], "m", "end")
     g.text(back_x - 6, bus_y + 22, "push_back", "m mu", "end")
@@ -267,7 +267,7 @@ def iteration():
         ("Ready::Io", "an fd's reader"),
         ("Ready::Step", "the task it wakes"),
         ("Ready::Remote", "threadsafe post"),
-        ("Ready::Callback", "a due timer"),
+        ("Ready::Timer", "a due timer"),
     ]
     c0, cw = 150, 112
     for i, (kind, what) in enumerate(cells):
@@ -300,7 +300,7 @@ def iteration():
         "2 choose_timeout, 3 wait, 4 dispatch_io, 5 expire_timers, 6 run_ready. The timer heap "
         "gives step 2 its next deadline and step 5 its due timers. Other threads post to the "
         "remote queue and write the waker fd; the kernel reports ready fds to step 3. Step 4 "
-        "pushes Ready::Io, Ready::Remote and Ready::Step entries, step 5 Ready::Callback "
+        "pushes Ready::Io, Ready::Remote and Ready::Step entries, step 5 Ready::Timer "
         "entries, and callbacks on the loop's thread push Ready::Callback (call_soon) and "
         "Ready::Step (Inner::wake), all at the back of the ready deque. Step 6 pops from the "
         "front exactly the entries queued when it began; entries queued during it wait for "
@@ -334,7 +334,7 @@ def task_step():
             ("2 choose_timeout", ["deadline − now: the timer is next"], [], [("Waiting", 1)]),
             ("3 wait", ["Selector::select sleeps until the deadline"], [], [("Waiting", 1)]),
             ("5 expire_timers", ["the timer is due: its callback is queued"],
-             [("Ready::Callback", "b-tm")], [("Waiting", 1)]),
+             [("Ready::Timer", "b-tm")], [("Waiting", 1)]),
             ("6 run_ready", ["the timer's callback: Waker::wake → Inner::wake →",
                              "try_queue: Waiting → Queued;",
                              "push_back(Ready::Step): it runs in the next iteration",
