@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Draws the four explanatory pictures of docs/ as SVG files, next to this script.
+"""Draws the five explanatory pictures of docs/ as SVG files, next to this script.
 
     python3 docs/img/make.py              rewrite iteration.svg, task-step.svg,
-                                          io-sequence.svg and microtasks.svg
+                                          io-sequence.svg, microtasks.svg and
+                                          timer-slots.svg
     python3 docs/img/make.py --dark DIR   also write DIR/NAME-dark.svg, the same drawings
                                           with the dark colours applied unconditionally
                                           (to look at the dark variant with a renderer that
@@ -639,11 +640,127 @@ def microtasks():
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# timer-slots.svg: where a timer lives: a heap entry, a slot, its closure in its type's store
+
+
+def timer_slots():
+    g = Svg(900, 560)
+    g.text(24, 34, "Where a timer lives: a heap entry, a slot, a closure in its type's store", "t")
+    g.text(24, 58, "let h = lp.call_later(Duration::from_millis(20), move |_| log(id));", "m")
+    g.text(24, 76, "src/reactor/timers.rs (the heap), src/reactor/timer_slots.rs (slots and "
+           "stores), src/reactor/handle.rs (TimerHandle)", "mu")
+
+    # The heap: a root and its four children, 16-byte entries.
+    hx, hy = 24, 100
+    g.rect(hx, hy, 250, 250, "b-tm")
+    g.text(hx + 12, hy + 22, "timer heap: QuadHeap", "h")
+    g.text(hx + 12, hy + 40, "4-ary, 16-byte entries", "s mu")
+    g.text(hx + 12, hy + 56, "[deadline | seq << 32 | slot]", "m")
+    root = (hx + 70, hy + 76, 110, 28)
+    g.rect(*root, "b-n", rx=4)
+    g.text(root[0] + 55, root[1] + 18, "5 ms | 12, s0", "m", "middle")
+    # Its four children side by side: 64 contiguous bytes.
+    kids = [("9 ms", "14, s5"), ("20 ms", "17, s3"), ("31 ms", "13, s1"), ("40 ms", "15, s2")]
+    kid_boxes = []
+    for i, (dl, rest) in enumerate(kids):
+        x, y = hx + 10 + i * 58, hy + 150
+        g.path(f"M{root[0] + 55:g},{root[1] + 28:g} L{x + 26:g},{y:g}", "n", arrow=False, width=1)
+        g.rect(x, y, 52, 40, "b-tm" if i == 1 else "b-n", rx=4)
+        g.lines(x + 26, y + 17, [dl, rest], "m", "middle", step=15)
+        kid_boxes.append((x, y))
+    g.text(hx + 12, hy + 212, "four children: 64 contiguous bytes", "s mu")
+    g.text(hx + 12, hy + 230, "ordering reads nothing else", "s mu")
+
+    # The slot table.
+    tx, ty, tw = 300, 100, 330
+    g.rect(tx, ty, tw, 250, "b-step")
+    g.text(tx + 12, ty + 22, "slot table (one per loop)", "h")
+    g.text(tx + 12, ty + 40, "state · store, index · handles · held · where", "s mu")
+    rows = [
+        ("s0", "Scheduled · 0, 2 · 0 · held · main.rs:9", "b-n"),
+        ("s1", "Cancelled · 1, 4 · 1 · held", "b-n"),
+        ("s2", "Scheduled · 0, 0 · 1 · held", "b-n"),
+        ("s3", "Scheduled · 1, 7 · 1 · held · main.rs:12", "b-tm"),
+        ("s4", "Done · 1, 3 · 1 (a kept handle)", "b-n"),
+        ("s5", "Scheduled · 0, 1 · 0 · held", "b-n"),
+        ("s6", "free", "b-n"),
+    ]
+    row_y = {}
+    for i, (name, what, cls) in enumerate(rows):
+        y = ty + 52 + i * 27
+        g.rect(tx + 10, y, tw - 20, 23, cls, rx=3)
+        g.text(tx + 18, y + 16, name, "m")
+        g.text(tx + 48, y + 16, what, "s")
+        row_y[name] = y
+    kx, ky = kid_boxes[1]
+    g.path(f"M{kx + 26:g},{ky + 40:g} L{kx + 26:g},{ky + 48:g} L{hx + 262:g},{ky + 48:g} "
+           f"L{hx + 262:g},{row_y['s3'] + 12:g} L{tx + 10:g},{row_y['s3'] + 12:g}", "tm")
+
+    # The closure stores.
+    sx, sy, sw = 656, 100, 220
+    g.rect(sx, sy, sw, 250, "b-th")
+    g.text(sx + 12, sy + 22, "closure stores", "h")
+    g.text(sx + 12, sy + 40, "one Vec<Option<F>> per closure type", "s mu")
+    for k, (title, cells, hot) in enumerate([
+        ("store 0: F0 (sleep's)", ["f", "f", "f", "·"], None),
+        ("store 1: F1 (main.rs:12)", ["·", "·", "·", "·", "·", "·", "·", "f"], 7),
+    ]):
+        y = sy + 62 + k * 100
+        g.text(sx + 12, y, title, "s h")
+        for i, c in enumerate(cells):
+            x = sx + 12 + i * 25
+            g.rect(x, y + 8, 22, 26, "b-tm" if i == hot else "b-n", rx=3)
+            g.text(x + 11, y + 26, c, "m", "middle")
+            if k == 1:
+                g.text(x + 11, y + 48, str(i), "s mu", "middle")
+    g.text(sx + 12, sy + 232, "f: Some(closure), inline; ·: free", "s mu")
+    cx7 = sx + 12 + 7 * 25 + 11
+    g.path(f"M{tx + tw - 10:g},{row_y['s3'] + 12:g} L{cx7:g},{row_y['s3'] + 12:g} "
+           f"L{cx7:g},{sy + 62 + 100 + 8:g}", "th")
+
+    # Who else names slot 3.
+    by = 376
+    g.rect(300, by, 200, 44, "b-n", rx=4)
+    g.text(400, by + 19, "h: TimerHandle", "m", "middle")
+    g.text(400, by + 36, "{ slot: 3, when }", "m", "middle")
+    g.arrow(400, by, 400, row_y["s6"] + 25, "n", dash=True)
+    g.rect(520, by, 110, 44, "b-q", rx=4)
+    g.text(575, by + 19, "Ready::Timer", "m", "middle")
+    g.text(575, by + 36, "(slot 3), step 5", "s", "middle")
+    g.arrow(575, by, 575, row_y["s6"] + 25, "q", dash=True)
+
+    g.lines(24, 452, [
+        "call_later: the closure goes into a free place of its store, the timer into a free slot, "
+        "an entry onto the heap; no allocation once the",
+        "vectors have grown. Step 5 pops the entry, marks the slot Queued and queues "
+        "Ready::Timer(slot). Step 6 takes the closure out of its store and",
+        "calls it, with no borrow held; the slot says Done. cancel() marks the slot Cancelled and "
+        "drops the closure; the heap skips the entry.",
+        "A slot is reused only when no handle names it and neither the heap nor the deque does: "
+        "a kept handle keeps answering is_done().",
+    ], "s")
+    g.h = 536
+    return g, (
+        "Where a timer lives in evloop",
+        "A timer scheduled with call_later is three things. In the 4-ary timer heap, a 16-byte "
+        "entry holds its deadline, a sequence number and its slot number, so ordering never "
+        "reads anything else. In the slot table, its slot holds its state (Scheduled, Queued, "
+        "Done or Cancelled), which closure store and index hold its closure, how many "
+        "TimerHandles name it, whether the heap or the deque still does, and where it was "
+        "scheduled. Its closure sits inline in the store of its closure type, a vector of "
+        "options. The TimerHandle and, after step 5, the ready deque's Ready::Timer entry name "
+        "the slot. Step 6 takes the closure out of its store and calls it. A slot is reused only "
+        "when nothing names it.",
+    )
+
+
 PICTURES = {
     "iteration.svg": iteration,
     "task-step.svg": task_step,
     "io-sequence.svg": io_sequence,
     "microtasks.svg": microtasks,
+    "timer-slots.svg": timer_slots,
 }
 
 
