@@ -22,7 +22,7 @@
 //!   mode print. The ready deque and the user's handle share it.
 //! - **Why a pool per type.** The closure's size is known only to its own type, so a cell of
 //!   one closure type cannot hold another's. Each closure type (each call site, in practice)
-//!   has its pool, found by its `TypeId`; the last pool used is one checked downcast away. A pool
+//!   has its pool, found by its `TypeId` (`by_type.rs`); the last pool used is one checked downcast away. A pool
 //!   keeps at most [`POOL_MAX`] cells, so memory stays within the live cells plus that much per
 //!   closure type.
 //! - **Handles keep their cell.** A cell is recycled only by its last holder, once it ran or
@@ -42,13 +42,11 @@
 //!
 //! `call_soon` cells start `Queued`. `cancel()` on `Done` or `Cancelled` is a no-op.
 
-use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
 use std::rc::Rc;
 
+use crate::reactor::by_type::ByType;
 use crate::reactor::EventLoop;
 
 /// Where a cell is in its life; see the module docs.
@@ -207,38 +205,10 @@ impl<F: FnOnce(&EventLoop) + 'static> Callback for Once<F> {
     }
 }
 
-/// Hashes a `TypeId`, which is already a hash: keeps the bits it is given.
-#[derive(Default)]
-pub(crate) struct TypeIdHasher(u64);
-
-impl Hasher for TypeIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 ^= n;
-    }
-}
-
-/// One loop's pools, by closure type.
+/// One loop's pools, one per closure type (`by_type.rs`).
 #[derive(Default)]
 pub(crate) struct Cells {
-    /// The pool used last: a loop usually schedules the same closure type many times in a row.
-    last: RefCell<Option<Rc<dyn Any>>>,
-    /// Every pool, by closure type: seen as `Any` for typed access, and as `AnyPool` to be
-    /// emptied on drop (the same `Rc`, two views).
-    by_type: RefCell<HashMap<TypeId, PoolViews, BuildHasherDefault<TypeIdHasher>>>,
-}
-
-/// One pool as the two traits see it.
-struct PoolViews {
-    typed: Rc<dyn Any>,
-    erased: Rc<dyn AnyPool>,
+    pools: ByType<dyn AnyPool>,
 }
 
 impl Cells {
@@ -252,22 +222,18 @@ impl Cells {
         state: State,
         location: &'static Location<'static>,
     ) -> Rc<dyn Callback> {
-        let last = self.last.borrow();
-        // The downcast is the type check: it fails for any other closure type.
-        if let Some(any) = &*last {
-            if let Some(pool) = any.downcast_ref::<Pool<F>>() {
-                let reused = pool.free.borrow_mut().pop();
-                if let Some(cell) = reused {
-                    return Once::refill(cell, callback, state, location);
-                }
-                // The same type with an empty pool (a burst of timers, say): a new cell that
-                // will go back to this pool, with no lookup by type.
-                if let Ok(pool) = any.clone().downcast::<Pool<F>>() {
-                    return Once::new_rc(callback, state, location, pool);
-                }
+        if let Some(pool) = self.pools.last::<Pool<F>>() {
+            let reused = pool.free.borrow_mut().pop();
+            if let Some(cell) = reused {
+                return Once::refill(cell, callback, state, location);
+            }
+            drop(pool);
+            // The same type with an empty pool (a burst of callbacks, say): a new cell that
+            // will go back to this pool, with no lookup by type.
+            if let Some(pool) = self.pools.last_rc::<Pool<F>>() {
+                return Once::new_rc(callback, state, location, pool);
             }
         }
-        drop(last);
         self.insert_slow(callback, state, location)
     }
 
@@ -287,27 +253,14 @@ impl Cells {
         }
     }
 
-    /// The pool of closure type `F`, made on first use; it becomes the `last` one.
+    /// The pool of closure type `F`, made on first use; it becomes the last one used.
     fn pool<F: FnOnce(&EventLoop) + 'static>(&self) -> Rc<Pool<F>> {
-        let id = TypeId::of::<F>();
-        let any = self
-            .by_type
-            .borrow_mut()
-            .entry(id)
-            .or_insert_with(|| {
-                let pool = Rc::new(Pool::<F> {
-                    free: RefCell::new(Vec::new()),
-                });
-                PoolViews {
-                    typed: pool.clone(),
-                    erased: pool,
-                }
-            })
-            .typed
-            .clone();
-        *self.last.borrow_mut() = Some(any.clone());
-        any.downcast::<Pool<F>>()
-            .unwrap_or_else(|_| unreachable!("a pool is filed under its own closure type"))
+        self.pools.get_or_make(|_| {
+            let pool = Rc::new(Pool::<F> {
+                free: RefCell::new(Vec::new()),
+            });
+            (pool.clone(), pool)
+        })
     }
 
     #[cfg(test)]
@@ -319,8 +272,8 @@ impl Cells {
 impl Drop for Cells {
     fn drop(&mut self) {
         // Pooled cells hold their pool; emptying the pools ends those cycles.
-        for views in self.by_type.get_mut().values() {
-            views.erased.clear();
+        for pool in self.pools.all_erased() {
+            pool.clear();
         }
     }
 }

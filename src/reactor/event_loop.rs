@@ -98,7 +98,8 @@ type DiagnosticsHandler = dyn Fn(&Diagnostic);
 /// The loop's state, shared by every clone of an [`EventLoop`].
 pub(crate) struct Inner {
     pub(crate) ready: RefCell<VecDeque<Ready>>,
-    /// The callback cells of `call_soon` and the timers: one slab per closure type.
+    /// The callback cells of `call_soon`: an `Rc` each, pooled per closure type (`cells.rs`).
+    /// Timers keep their closures in the timer queue's slots (`timer_slots.rs`).
     pub(crate) cells: Cells,
     pub(crate) timers: RefCell<Timers>,
     /// `None` once closed.

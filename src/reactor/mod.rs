@@ -18,6 +18,7 @@
 //!  remote.rs       call_soon_threadsafe: a mutexed queue and the waker
 //!  runnable.rs     what a task is to the reactor: a keyed, wakeable entry in a slab
 //!  cells.rs        call_soon's callback cells: an Rc each, pooled per closure type
+//!  by_type.rs      one holder per closure type (cell pools, timer closure stores)
 //!  handle.rs       Handle (a cell), TimerHandle (a slot)
 //!  diagnostics.rs  the sink every report goes through; trace.rs: trace mode, narrated
 //!  trace_json.rs   ... or as JSON lines (EVLOOP_TRACE=json:PATH); json.rs: their writer
@@ -29,6 +30,7 @@
 //! them through the selector (`evloop-sys`) and runs what is ready.
 
 mod builder;
+mod by_type;
 mod cells;
 mod clock;
 mod close;

@@ -23,7 +23,8 @@
 //! - **A closure store** is a `Vec<Option<F>>` for one closure type `F` (one per call site,
 //!   in practice), with its own free list. The closure's size is known only to its type, so
 //!   the table cannot hold it; the store can, with no box. Stores are found by `TypeId`, the
-//!   last one used a checked downcast away, as the callback pools of `cells.rs` are.
+//!   last one used a checked downcast away (`by_type.rs`, as the callback pools of `cells.rs`
+//!   are).
 //! - **No user code runs under a borrow.** Running a timer takes its closure out of its
 //!   store and releases every borrow before calling it; cancelling drops the closure after
 //!   the same. A closure may therefore schedule, cancel, drop handles or panic.
@@ -35,14 +36,13 @@
 //! Before this layout each timer was an `Rc` cell of its own (one `malloc` per timer, 152
 //! bytes of fresh memory with its handle); `docs/16-performance.md` has the figures.
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::panic::Location;
 use std::rc::Rc;
 
-use crate::reactor::cells::{State, TypeIdHasher};
+use crate::reactor::by_type::ByType;
+use crate::reactor::cells::State;
 use crate::reactor::EventLoop;
 
 /// What a cancelled timer tells the structured trace, which implements it
@@ -56,13 +56,9 @@ pub(crate) trait CancelTrace {
 #[derive(Default)]
 pub(crate) struct TimerSlots {
     pub(crate) table: RefCell<SlotTable>,
-    /// The closure stores by number (a slot names its store by number).
-    stores: RefCell<Vec<StoreViews>>,
-    /// The store used last, for a typed downcast: a loop usually schedules the same closure
-    /// type many times in a row.
-    last: RefCell<Option<Rc<dyn Any>>>,
-    /// Store numbers by closure type.
-    by_type: RefCell<HashMap<TypeId, u32, BuildHasherDefault<TypeIdHasher>>>,
+    /// The closure stores, one per closure type (`by_type.rs`); a slot names its store by
+    /// number.
+    stores: ByType<dyn ClosureStore>,
     /// Timers cancelled before they fired, ever.
     pub(crate) cancelled_total: Cell<u64>,
     /// Whether the loop writes the structured trace (`trace_json.rs`): the flag `cancel`
@@ -147,13 +143,6 @@ trait ClosureStore {
     /// Takes one closure out, boxed, for the loop's close to drop (one at a time, each
     /// destructor's panic caught); `None` when the store is empty.
     fn take_any(&self) -> Option<Box<dyn Any>>;
-}
-
-/// One store as the loop sees it, and as `Any` for the typed downcast (the same `Rc`).
-#[derive(Clone)]
-struct StoreViews {
-    erased: Rc<dyn ClosureStore>,
-    typed: Rc<dyn Any>,
 }
 
 /// The closures of type `F`.
@@ -270,25 +259,18 @@ impl TimerSlots {
     /// Puts `callback` in the store of its type; returns (store number, index).
     #[inline(always)]
     fn put<F: FnOnce(&EventLoop) + 'static>(&self, callback: F) -> (u32, u32) {
-        {
-            let last = self.last.borrow();
-            // The downcast is the type check: it fails for any other closure type.
-            if let Some(store) = last.as_ref().and_then(|a| a.downcast_ref::<Store<F>>()) {
-                return (store.number, store.put(callback));
-            }
+        if let Some(store) = self.stores.last::<Store<F>>() {
+            return (store.number, store.put(callback));
         }
         let store = self.store::<F>();
         let index = store.put(callback);
         (store.number, index)
     }
 
-    /// The store of closure type `F`, made on first use; it becomes the `last` one.
+    /// The store of closure type `F`, made on first use; it becomes the last one used.
     #[inline(never)]
     fn store<F: FnOnce(&EventLoop) + 'static>(&self) -> Rc<Store<F>> {
-        let id = TypeId::of::<F>();
-        let number = *self.by_type.borrow_mut().entry(id).or_insert_with(|| {
-            let mut stores = self.stores.borrow_mut();
-            let number = u32::try_from(stores.len()).expect("fewer than 2^32 closure types");
+        self.stores.get_or_make(|number| {
             let store = Rc::new(Store::<F> {
                 number,
                 inner: RefCell::new(StoreInner {
@@ -296,22 +278,8 @@ impl TimerSlots {
                     free: Vec::new(),
                 }),
             });
-            stores.push(StoreViews {
-                erased: store.clone(),
-                typed: store,
-            });
-            number
-        });
-        let any = self.stores.borrow()[number as usize].typed.clone();
-        *self.last.borrow_mut() = Some(any.clone());
-        any.downcast::<Store<F>>()
-            .unwrap_or_else(|_| unreachable!("a store is filed under its own closure type"))
-    }
-
-    /// The store numbered `n`.
-    #[inline]
-    fn store_number(&self, n: u32) -> Rc<dyn ClosureStore> {
-        self.stores.borrow()[n as usize].erased.clone()
+            (store.clone(), store)
+        })
     }
 
     /// Marks the timers of `batch`, just taken off the heap, `Queued` and hands each live one
@@ -329,11 +297,11 @@ impl TimerSlots {
         batch: &[u32],
         mut queue: impl FnMut(u32),
     ) -> usize {
-        let stores = self.stores.borrow();
+        let stores = self.stores.erased_all();
         let mut live = 0;
         for &slot in batch {
             if let Some((store, index)) = table.expire(slot) {
-                stores[store as usize].erased.warm(index);
+                stores.get(store).warm(index);
                 queue(slot);
                 live += 1;
             }
@@ -360,7 +328,7 @@ impl TimerSlots {
             }
             place
         };
-        self.store_number(store).run(index, event_loop);
+        self.stores.erased(store).run(index, event_loop);
         true
     }
 
@@ -382,7 +350,7 @@ impl TimerSlots {
             (s.store, s.index)
         };
         self.cancelled_total.set(self.cancelled_total.get() + 1);
-        self.store_number(store).discard(index);
+        self.stores.erased(store).discard(index);
         true
     }
 
@@ -435,11 +403,10 @@ impl TimerSlots {
                 }
             }
         }
-        let stores = self.stores.borrow().clone();
-        *self.last.borrow_mut() = None;
-        stores
+        self.stores
+            .all_erased()
             .into_iter()
-            .flat_map(|views| std::iter::from_fn(move || views.erased.take_any()))
+            .flat_map(|store| std::iter::from_fn(move || store.take_any()))
     }
 
     /// Tells the structured trace that the timer in `slot` was cancelled.
