@@ -158,9 +158,7 @@ impl TimerHandle {
     /// ```
     pub fn cancel(&self) {
         // Drops the closure (user code) with no borrow held.
-        if self.slots.cancel(self.slot) && self.slots.tracing.get() {
-            self.slots.trace_cancel(self.slot);
-        }
+        self.slots.cancel(self.slot);
     }
 
     /// Whether [`cancel`](TimerHandle::cancel) took effect.

@@ -333,25 +333,27 @@ impl TimerSlots {
     }
 
     /// Cancels the timer in `slot` if it is pending, dropping its closure (user code, with
-    /// no borrow held); returns whether it was pending.
-    pub(crate) fn cancel(&self, slot: u32) -> bool {
+    /// no borrow held), and tells the structured trace. A no-op once it ran or was cancelled.
+    pub(crate) fn cancel(&self, slot: u32) {
         let (store, index) = {
             let mut table = self.table.borrow_mut();
             let table = &mut *table;
             let Some(s) = table.slots.get_mut(slot as usize) else {
-                return false;
+                return;
             };
             match s.state {
                 State::Scheduled => table.cancelled_in_heap += 1,
                 State::Queued => {}
-                State::Done | State::Cancelled => return false,
+                State::Done | State::Cancelled => return,
             }
             s.state = State::Cancelled;
             (s.store, s.index)
         };
         self.cancelled_total.set(self.cancelled_total.get() + 1);
         self.stores.erased(store).discard(index);
-        true
+        if self.tracing.get() {
+            self.trace_cancel(slot);
+        }
     }
 
     /// The state of the timer in `slot`.
@@ -411,7 +413,7 @@ impl TimerSlots {
 
     /// Tells the structured trace that the timer in `slot` was cancelled.
     #[cold]
-    pub(crate) fn trace_cancel(&self, slot: u32) {
+    fn trace_cancel(&self, slot: u32) {
         let json = self.trace.borrow().clone();
         if let Some(json) = json {
             json.cancelled(slot);
