@@ -34,6 +34,7 @@ mod by_type;
 mod cells;
 mod clock;
 mod close;
+mod deadline;
 pub mod diagnostics;
 mod event_loop;
 mod handle;

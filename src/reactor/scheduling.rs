@@ -22,6 +22,7 @@ use crate::reactor::event_loop::{closed_error, closed_panic, forked_error, MAX_D
 use crate::reactor::handle::{Handle, TimerHandle};
 use crate::reactor::ready::{IoWatcher, Ready};
 use crate::reactor::registry::Side;
+use crate::reactor::timers::Timers;
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
 
@@ -111,7 +112,9 @@ impl EventLoop {
         delay: Duration,
         callback: impl FnOnce(&EventLoop) + 'static,
     ) -> TimerHandle {
-        let when = self.time() + delay.min(MAX_DELAY);
+        // The deadline's key straight from the clock reading and the delay: no `Instant`
+        // addition (`deadline.rs`).
+        let when = When::After(self.time(), delay.min(MAX_DELAY));
         self.schedule_at(when, callback, Location::caller())
     }
 
@@ -144,13 +147,14 @@ impl EventLoop {
         when: Instant,
         callback: impl FnOnce(&EventLoop) + 'static,
     ) -> TimerHandle {
-        self.schedule_at(when, callback, Location::caller())
+        self.schedule_at(When::At(when), callback, Location::caller())
     }
 
+    /// Schedules `callback` at `when`.
     #[inline]
     fn schedule_at(
         &self,
-        when: Instant,
+        when: When,
         callback: impl FnOnce(&EventLoop) + 'static,
         location: &'static Location<'static>,
     ) -> TimerHandle {
@@ -158,18 +162,16 @@ impl EventLoop {
             if self.inner.closed.get() {
                 closed_panic("call_later/call_at");
             }
-            let handle = self
-                .inner
-                .timers
-                .borrow_mut()
-                .push(when, callback, location);
-            trace::call_later(&self.inner, handle.slot, when, location);
+            let mut timers = self.inner.timers.borrow_mut();
+            let key = when.key(&timers);
+            let handle = timers.push(key, callback, location);
+            drop(timers);
+            trace::call_later(&self.inner, handle.slot, handle.when(), location);
             return handle;
         }
-        self.inner
-            .timers
-            .borrow_mut()
-            .push(when, callback, location)
+        let mut timers = self.inner.timers.borrow_mut();
+        let key = when.key(&timers);
+        timers.push(key, callback, location)
     }
 
     /// Calls `callback` every time `fd` is readable, until [`remove_reader`](EventLoop::remove_reader).
@@ -419,5 +421,26 @@ impl EventLoop {
             .borrow()
             .as_ref()
             .is_some_and(|r| r.get(fd, side).is_some())
+    }
+}
+
+/// A deadline as `call_at` and `call_later` give it.
+#[derive(Clone, Copy)]
+enum When {
+    /// An instant.
+    At(Instant),
+    /// A delay after a clock reading: its key is the reading's plus the delay, with no
+    /// `Instant` addition (`deadline.rs`).
+    After(Instant, Duration),
+}
+
+impl When {
+    /// The heap key of the deadline.
+    #[inline(always)]
+    fn key(self, timers: &Timers) -> u64 {
+        match self {
+            When::At(when) => timers.key_at(when),
+            When::After(now, delay) => timers.key_after(now, delay),
+        }
     }
 }

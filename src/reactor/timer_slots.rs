@@ -40,6 +40,7 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::panic::Location;
 use std::rc::Rc;
+use std::time::Instant;
 
 use crate::reactor::by_type::ByType;
 use crate::reactor::cells::State;
@@ -53,8 +54,10 @@ pub(crate) trait CancelTrace {
 }
 
 /// Everything the timers share with their handles; see the module docs.
-#[derive(Default)]
 pub(crate) struct TimerSlots {
+    /// The instant deadline keys count from (`timers.rs`, `encode`): a handle keeps its
+    /// timer's key, 8 bytes, and turns it back into an `Instant` only when asked.
+    pub(crate) epoch: Instant,
     pub(crate) table: RefCell<SlotTable>,
     /// The closure stores, one per closure type (`by_type.rs`); a slot names its store by
     /// number.
@@ -226,6 +229,18 @@ impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
 }
 
 impl TimerSlots {
+    /// An empty table whose deadline keys count from `epoch`.
+    pub(crate) fn new(epoch: Instant) -> TimerSlots {
+        TimerSlots {
+            epoch,
+            table: RefCell::default(),
+            stores: ByType::default(),
+            cancelled_total: Cell::default(),
+            tracing: Cell::default(),
+            trace: RefCell::default(),
+        }
+    }
+
     /// Stores `callback` and gives it a slot, `Scheduled`, named by the heap and by one
     /// handle; returns the slot number.
     #[inline(always)]

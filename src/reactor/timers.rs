@@ -35,6 +35,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::reactor::deadline::{decode, encode, ns};
 use crate::reactor::handle::TimerHandle;
 use crate::reactor::ready::{Ready, TimerRef};
 use crate::reactor::timer_slots::TimerSlots;
@@ -54,7 +55,7 @@ const EXPIRE_BATCH: usize = 32;
 /// One scheduled timer in the heap: 16 bytes.
 #[derive(Clone, Copy)]
 struct Entry {
-    /// The deadline, encoded (see [`BIAS`]).
+    /// The deadline, encoded (`deadline.rs`).
     key: u64,
     /// `seq << 32 | slot`: the sequence number breaks ties (FIFO), the slot names the cell.
     order: u64,
@@ -80,19 +81,6 @@ impl Entry {
     fn slot(self) -> u32 {
         (self.order & 0xffff_ffff) as u32
     }
-}
-
-/// Deadlines as integers: nanoseconds from the queue's epoch, biased by 2^63 so that instants
-/// *before* the epoch (a `call_at` in the past) keep their order. ±292 years around the
-/// epoch; beyond that a deadline saturates (it is "never" anyway).
-const BIAS: u64 = 1 << 63;
-
-/// `d` in nanoseconds, saturating (in 64-bit arithmetic: `as_nanos` is 128-bit).
-#[inline]
-fn ns(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::from(d.subsec_nanos()))
 }
 
 /// A 4-ary min-heap of [`Entry`]s (libev's choice): half the depth of a binary heap, and the
@@ -233,42 +221,36 @@ pub(crate) struct Timers {
 
 impl Timers {
     pub(crate) fn new() -> Timers {
+        let epoch = Instant::now();
         Timers {
             heap: QuadHeap::default(),
-            epoch: Instant::now(),
+            epoch,
             next_seq: 0,
-            slots: Rc::new(TimerSlots::default()),
+            slots: Rc::new(TimerSlots::new(epoch)),
             compactions: 0,
         }
     }
 
-    /// The heap key of `when`: nanoseconds from the epoch, biased ([`BIAS`]). One subtraction
-    /// of instants on the common path (a deadline after the epoch): this runs on every insert.
+    /// The heap key of `when` ([`encode`]).
     #[inline]
-    fn encode(&self, when: Instant) -> u64 {
-        match when.checked_duration_since(self.epoch) {
-            Some(after) => BIAS.saturating_add(ns(after)),
-            None => BIAS - ns(self.epoch.duration_since(when)).min(BIAS),
-        }
+    pub(crate) fn key_at(&self, when: Instant) -> u64 {
+        encode(self.epoch, when)
     }
 
-    fn decode(&self, key: u64) -> Instant {
-        if key >= BIAS {
-            let d = Duration::from_nanos(key - BIAS);
-            self.epoch
-                .checked_add(d)
-                .unwrap_or(self.epoch + crate::reactor::MAX_DELAY)
-        } else {
-            let d = Duration::from_nanos(BIAS - key);
-            self.epoch.checked_sub(d).unwrap_or(self.epoch)
-        }
+    /// The heap key of `now + delay`, with no `Instant` arithmetic: `now`'s key plus the delay
+    /// in nanoseconds. The same key as [`key_at`](Timers::key_at)`(now + delay)` wherever
+    /// keys are exact (±292 years around the epoch).
+    #[inline]
+    pub(crate) fn key_after(&self, now: Instant, delay: Duration) -> u64 {
+        encode(self.epoch, now).saturating_add(ns(delay))
     }
 
-    /// Schedules `callback` at `when`; returns its handle.
+    /// Schedules `callback` at the deadline whose key is `key` ([`key_at`](Timers::key_at),
+    /// [`key_after`](Timers::key_after)); returns its handle.
     #[inline(always)]
     pub(crate) fn push<F: FnOnce(&EventLoop) + 'static>(
         &mut self,
-        when: Instant,
+        key: u64,
         callback: F,
         location: &'static Location<'static>,
     ) -> TimerHandle {
@@ -279,14 +261,14 @@ impl Timers {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Entry {
-            key: self.encode(when),
+            key,
             order: (u64::from(seq) << 32) | u64::from(slot),
         });
         self.maybe_compact();
         TimerHandle {
             slots: self.slots.clone(),
             slot,
-            when,
+            key,
         }
     }
 
@@ -318,7 +300,7 @@ impl Timers {
                 self.heap.pop();
                 table.drop_cancelled(top.slot()); // its closure was dropped by `cancel`
             } else {
-                return Some(self.decode(top.key));
+                return Some(decode(self.epoch, top.key));
             }
         }
         None
@@ -336,7 +318,7 @@ impl Timers {
     pub(crate) fn expire(&mut self, now: Instant, ready: &mut VecDeque<Ready>) -> usize {
         // Cancelled entries are cheaper to sweep in one pass than to pop one by one.
         self.maybe_compact();
-        let now = self.encode(now);
+        let now = encode(self.epoch, now);
         let mut table = self.slots.table.borrow_mut();
         let mut fired = 0;
         let mut batch = [0u32; EXPIRE_BATCH];
@@ -450,10 +432,40 @@ mod tests {
 
     type Log = Rc<RefCell<Vec<u32>>>;
 
+    /// A handle is three words (the table, the slot, the deadline's key): a million kept
+    /// handles take 24 MB, and an `Instant` in their place would take 32.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_handle_is_three_words() {
+        assert_eq!(std::mem::size_of::<TimerHandle>(), 24);
+        assert_eq!(std::mem::size_of::<Entry>(), 16);
+    }
+
+    /// `when()` gives back the instant the timer was scheduled at, whether it came as an
+    /// instant (`call_at`) or as a key computed from a delay (`call_later`).
+    #[test]
+    fn a_handle_reports_its_deadline_exactly() {
+        let mut timers = Timers::new();
+        let log = Log::default();
+        let now = Instant::now();
+        for when in [
+            now,
+            now + Duration::from_nanos(1),
+            now + Duration::from_secs(3600),
+        ] {
+            assert_eq!(push(&mut timers, when, &log, 0).when(), when);
+        }
+        let delay = Duration::from_millis(250);
+        let key = timers.key_after(now, delay);
+        let handle = timers.push(key, |_| (), Location::caller());
+        assert_eq!(handle.when(), now + delay);
+    }
+
     /// Schedules a timer that logs `id` when it runs.
     fn push(timers: &mut Timers, when: Instant, log: &Log, id: u32) -> TimerHandle {
         let log = log.clone();
-        timers.push(when, move |_| log.borrow_mut().push(id), Location::caller())
+        let key = timers.key_at(when);
+        timers.push(key, move |_| log.borrow_mut().push(id), Location::caller())
     }
 
     /// Runs the queued timers (on a loop of their own: they only log), in deque order;
