@@ -143,7 +143,7 @@ impl Header {
     }
 
     /// The waker for the next step: the one the task kept, or one lent by the pool.
-    #[inline]
+    #[inline(always)]
     fn waker_for_step(&self, inner: &Inner) -> WakerPair {
         match self.waker.take() {
             Some(kept) => TaskWaker::resume(kept),
@@ -154,7 +154,7 @@ impl Header {
     /// After a step: a waker nobody else holds goes back to the pool; one a future kept a
     /// clone of stays with the task (so its next steps use the same waker, and `will_wake`
     /// holds), unless the task finished.
-    #[inline]
+    #[inline(always)]
     fn release_waker(&self, pair: WakerPair) {
         if self.is_done() || TaskWaker::is_unshared(&pair) {
             TaskWaker::recycle(pair);

@@ -150,10 +150,24 @@ fn pack(key: Key) -> u64 {
 
 impl TaskWaker {
     /// A waker naming the task `key` of the loop whose queue is `remote`, for one step: a
-    /// pooled one if the pool has one for this loop, else a new `Arc`.
-    #[inline]
+    /// pooled one if the pool has one for this loop, else a new `Arc`. The common case (the
+    /// spare, of this loop) is inlined into the step; the rest is out of line.
+    #[inline(always)]
     pub(crate) fn lend(key: Key, remote: &Arc<Shared>) -> WakerPair {
-        let pooled = match SPARE.with(Cell::take) {
+        match SPARE.with(Cell::take) {
+            Some(pair) if pair.1.loop_id == key.loop_id => {
+                pair.1.slot.store(pack(key), Ordering::Relaxed);
+                pair
+            }
+            spare => Self::lend_slow(key, remote, spare),
+        }
+    }
+
+    /// [`lend`](TaskWaker::lend) without a spare of this loop: the spare of another loop, a
+    /// pooled waker, or a new one.
+    #[inline(never)]
+    fn lend_slow(key: Key, remote: &Arc<Shared>, spare: Option<WakerPair>) -> WakerPair {
+        let pooled = match spare {
             Some(pair) => Some(pair),
             None => POOL.with(|p| p.borrow_mut().pop()),
         };
@@ -197,21 +211,27 @@ impl TaskWaker {
     }
 
     /// Gives `pair` back to the pool if nobody else holds it; otherwise drops it (the clones
-    /// go on naming their task: once it is finished, their wakes are no-ops).
-    #[inline]
+    /// go on naming their task: once it is finished, their wakes are no-ops). It becomes the
+    /// spare (inlined into the step); the spare it replaces goes to the pool, out of line.
+    #[inline(always)]
     pub(crate) fn recycle(pair: WakerPair) {
         if !Self::is_unshared(&pair) {
             return;
         }
         // `try_with`: at thread exit the spare and the pool may be gone; a pair is then
         // simply dropped.
-        let Ok(Some(older)) = SPARE.try_with(|s| s.replace(Some(pair))) else {
-            return;
-        };
+        if let Ok(Some(older)) = SPARE.try_with(|s| s.replace(Some(pair))) {
+            Self::pool(older);
+        }
+    }
+
+    /// Keeps `pair` in the pool (up to [`POOL_MAX`]), or drops it.
+    #[inline(never)]
+    fn pool(pair: WakerPair) {
         let _ = POOL.try_with(|p| {
             let mut pool = p.borrow_mut();
             if pool.len() < POOL_MAX {
-                pool.push(older);
+                pool.push(pair);
             }
         });
     }
