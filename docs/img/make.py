@@ -723,7 +723,7 @@ def timer_slots():
     by = 376
     g.rect(300, by, 200, 44, "b-n", rx=4)
     g.text(400, by + 19, "h: TimerHandle", "m", "middle")
-    g.text(400, by + 36, "{ slot: 3, when }", "m", "middle")
+    g.text(400, by + 36, "{ slot: 3, key }", "m", "middle")
     g.arrow(400, by, 400, row_y["s6"] + 25, "n", dash=True)
     g.rect(520, by, 110, 44, "b-q", rx=4)
     g.text(575, by + 19, "Ready::Timer", "m", "middle")
