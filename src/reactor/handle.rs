@@ -136,7 +136,7 @@ pub struct TimerHandle {
     pub(crate) slots: Rc<TimerSlots>,
     /// The timer's slot: it stays this timer's for as long as a handle names it.
     pub(crate) slot: u32,
-    /// The deadline as the heap keeps it (`timers.rs`): 8 bytes where an `Instant` takes 16,
+    /// The deadline as the heap keeps it (`deadline.rs`): 8 bytes where an `Instant` takes 16,
     /// so that a handle is 24 bytes.
     pub(crate) key: u64,
 }

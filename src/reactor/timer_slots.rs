@@ -55,8 +55,8 @@ pub(crate) trait CancelTrace {
 
 /// Everything the timers share with their handles; see the module docs.
 pub(crate) struct TimerSlots {
-    /// The instant deadline keys count from (`timers.rs`, `encode`): a handle keeps its
-    /// timer's key, 8 bytes, and turns it back into an `Instant` only when asked.
+    /// The instant deadline keys count from (`deadline.rs`): a handle keeps its timer's key,
+    /// 8 bytes, and turns it back into an `Instant` only when asked.
     pub(crate) epoch: Instant,
     pub(crate) table: RefCell<SlotTable>,
     /// The closure stores, one per closure type (`by_type.rs`); a slot names its store by

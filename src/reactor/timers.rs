@@ -212,21 +212,19 @@ impl QuadHeap {
 /// The scheduled timers.
 pub(crate) struct Timers {
     heap: QuadHeap,
-    epoch: Instant,
     next_seq: u32,
-    /// The slot table, shared with every [`TimerHandle`].
+    /// The slot table, shared with every [`TimerHandle`]; it keeps the epoch deadline keys
+    /// count from (`deadline.rs`), which a handle needs for `when()`.
     pub(crate) slots: Rc<TimerSlots>,
     compactions: u64,
 }
 
 impl Timers {
     pub(crate) fn new() -> Timers {
-        let epoch = Instant::now();
         Timers {
             heap: QuadHeap::default(),
-            epoch,
             next_seq: 0,
-            slots: Rc::new(TimerSlots::new(epoch)),
+            slots: Rc::new(TimerSlots::new(Instant::now())),
             compactions: 0,
         }
     }
@@ -234,7 +232,7 @@ impl Timers {
     /// The heap key of `when` ([`encode`]).
     #[inline]
     pub(crate) fn key_at(&self, when: Instant) -> u64 {
-        encode(self.epoch, when)
+        encode(self.slots.epoch, when)
     }
 
     /// The heap key of `now + delay`, with no `Instant` arithmetic: `now`'s key plus the delay
@@ -242,7 +240,7 @@ impl Timers {
     /// keys are exact (±292 years around the epoch).
     #[inline]
     pub(crate) fn key_after(&self, now: Instant, delay: Duration) -> u64 {
-        encode(self.epoch, now).saturating_add(ns(delay))
+        encode(self.slots.epoch, now).saturating_add(ns(delay))
     }
 
     /// Schedules `callback` at the deadline whose key is `key` ([`key_at`](Timers::key_at),
@@ -300,7 +298,7 @@ impl Timers {
                 self.heap.pop();
                 table.drop_cancelled(top.slot()); // its closure was dropped by `cancel`
             } else {
-                return Some(decode(self.epoch, top.key));
+                return Some(decode(self.slots.epoch, top.key));
             }
         }
         None
@@ -318,7 +316,7 @@ impl Timers {
     pub(crate) fn expire(&mut self, now: Instant, ready: &mut VecDeque<Ready>) -> usize {
         // Cancelled entries are cheaper to sweep in one pass than to pop one by one.
         self.maybe_compact();
-        let now = encode(self.epoch, now);
+        let now = encode(self.slots.epoch, now);
         let mut table = self.slots.table.borrow_mut();
         let mut fired = 0;
         let mut batch = [0u32; EXPIRE_BATCH];
