@@ -5,8 +5,9 @@
 //!
 //! `cargo bench --bench micro` runs all of them at moderate sizes; one at a time:
 //! `cargo bench --bench micro -- callbacks N K [fd]` (K concurrent call_soon chains, N callbacks
-//! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N` (N timers with deadlines in [0, 1 s): insert, cancel every other, fire
-//! the rest; process CPU time per phase), `-- tasks N` (spawn N trivial tasks, then await
+//! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N [later]` (N timers with deadlines in [0, 1 s): insert, cancel every other,
+//! fire the rest; process CPU time per phase; `later`: inserted with `call_later` instead of
+//! `call_at`), `-- tasks N` (spawn N trivial tasks, then await
 //! each), `-- xthread N` (another thread posts with
 //! `call_soon_threadsafe`, the loop's callback replies over a std channel; round-trip times).
 
@@ -100,7 +101,10 @@ fn deadlines_ns(n: usize) -> Vec<u64> {
         .collect()
 }
 
-fn timers(n: usize) {
+/// N timers: insert (with `call_at` on one base instant, as the peers do, or with `later`, each
+/// with `call_later` and a fresh clock reading, evloop's usual verb), cancel every other, fire
+/// the rest.
+fn timers(n: usize, later: bool) {
     let lp = EventLoop::new().unwrap();
     let dls = deadlines_ns(n);
     let fired = Rc::new(Cell::new(0u64));
@@ -110,15 +114,21 @@ fn timers(n: usize) {
     let mut handles = Vec::with_capacity(n);
     for (i, &d) in dls.iter().enumerate() {
         let fired = fired.clone();
-        handles.push(lp.call_at(base + Duration::from_nanos(d), move |lp| {
+        let callback = move |lp: &EventLoop| {
             std::hint::black_box(i);
             fired.set(fired.get() + 1);
             if fired.get() == expect {
                 lp.stop();
             }
-        }));
+        };
+        handles.push(if later {
+            lp.call_later(Duration::from_nanos(d), callback)
+        } else {
+            lp.call_at(base + Duration::from_nanos(d), callback)
+        });
     }
     let c1 = process_cpu_time();
+    let bench = if later { "timers_later" } else { "timers" };
     for h in handles.iter().skip(1).step_by(2) {
         h.cancel();
     }
@@ -129,12 +139,12 @@ fn timers(n: usize) {
     let c3 = process_cpu_time();
     assert_eq!(fired.get(), expect);
     let ns = |d: Duration| d.as_nanos() as f64;
-    emit("timers", "ns_per_insert", ns(c1 - c0) / n as f64);
-    emit("timers", "ns_per_cancel", ns(c2 - c1) / (n / 2) as f64);
-    emit("timers", "ns_per_fire", ns(c3 - c2) / expect as f64);
-    emit("timers", "ns_total_per_timer", ns(c3 - c0) / n as f64);
-    emit("timers", "fire_wall_ms", w2.elapsed().as_secs_f64() * 1e3);
-    emit("timers", "wakeups", (lp.stats().iterations - it0) as f64);
+    emit(bench, "ns_per_insert", ns(c1 - c0) / n as f64);
+    emit(bench, "ns_per_cancel", ns(c2 - c1) / (n / 2) as f64);
+    emit(bench, "ns_per_fire", ns(c3 - c2) / expect as f64);
+    emit(bench, "ns_total_per_timer", ns(c3 - c0) / n as f64);
+    emit(bench, "fire_wall_ms", w2.elapsed().as_secs_f64() * 1e3);
+    emit(bench, "wakeups", (lp.stats().iterations - it0) as f64);
 }
 
 /// Spawns N trivial tasks, then awaits each (the peers' `tasks` workload).
@@ -218,20 +228,23 @@ fn main() {
             arg(&args, 2, 1),
             args.get(3).is_some_and(|a| a == "fd"),
         ),
-        Some("timers") => timers(arg(&args, 1, 1_000_000) as usize),
+        Some("timers") => timers(
+            arg(&args, 1, 1_000_000) as usize,
+            args.get(2).is_some_and(|a| a == "later"),
+        ),
         Some("xthread") => xthread(arg(&args, 1, 5_000) as usize),
         Some("tasks") => tasks(arg(&args, 1, 1_000_000) as usize),
         None => {
             callbacks(2_000_000, 1, false);
             callbacks(2_000_000, 1, true);
             callbacks(10_000_000, 1000, false);
-            timers(1_000_000);
+            timers(1_000_000, false);
             tasks(1_000_000);
             xthread(5_000);
         }
         Some(other) => {
             eprintln!(
-                "unknown bench {other:?}: callbacks N K [fd] | timers N | tasks N | xthread N"
+                "unknown bench {other:?}: callbacks N K [fd] | timers N [later] | tasks N | xthread N"
             );
             std::process::exit(2);
         }
