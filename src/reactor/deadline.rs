@@ -1,7 +1,8 @@
 //! Deadline keys: a timer's deadline as one `u64`, the form the timer heap sorts and a
 //! [`TimerHandle`](crate::TimerHandle) keeps.
 //!
-//! Layer: reactor, below `timers.rs`, `timer_slots.rs` and `handle.rs`, which all read it.
+//! Layer: reactor, below `timers.rs` (which encodes) and `handle.rs` (which decodes); the
+//! epoch itself lives in `timer_slots.rs`, the table both share.
 //! An `Instant` is 16 bytes and opaque: comparing two costs two comparisons, and the
 //! standard library gives no integer view of one. So each loop fixes an *epoch* (the instant
 //! its timer queue was made) and a deadline becomes the nanoseconds from it:

@@ -167,10 +167,7 @@ impl TaskWaker {
     /// pooled waker, or a new one.
     #[inline(never)]
     fn lend_slow(key: Key, remote: &Arc<Shared>, spare: Option<WakerPair>) -> WakerPair {
-        let pooled = match spare {
-            Some(pair) => Some(pair),
-            None => POOL.with(|p| p.borrow_mut().pop()),
-        };
+        let pooled = spare.or_else(|| POOL.with(|p| p.borrow_mut().pop()));
         if let Some(pair) = pooled {
             if pair.1.loop_id == key.loop_id {
                 pair.1.slot.store(pack(key), Ordering::Relaxed);
