@@ -2,8 +2,9 @@
 //! "try the syscall; on `WouldBlock` await readiness" ([`Async::read_with`]), tracking
 //! readiness so that a syscall is not spent where the kernel already said `EAGAIN`.
 //!
-//! Layer: the first thing above the reactor's readers and writers (`add_reader`,
-//! `add_writer`, `src/reactor/event_loop.rs`); `tcp.rs` is built on it, and so can a pipe, a tty,
+//! Layer: the first thing above the reactor's readers and writers (`src/reactor/ready.rs`'s
+//! `Watch`: the wrapper's state is its fd's reader and writer itself, registered with no
+//! closure and no allocation); `tcp.rs` is built on it, and so can a pipe, a tty,
 //! inotify or a user's own socket type be. Its counterparts: smol's `async_io::Async`,
 //! tokio's `AsyncFd`; in asyncio, `sock_recv` and friends (`_sock_recv` registers a reader
 //! on `BlockingIOError`, the reader retries).
@@ -13,7 +14,8 @@
 //!  read_with(op): drained? ──no──> op(io) ──Ok/Err──> done
 //!                   │ yes            │ WouldBlock: drained (since this iteration)
 //!                   v                v
-//!  wait:            first poll -> add_reader(fd) unless registered; push (id, task key or waker)
+//!  wait:            first poll -> register the state as the fd's reader unless it is;
+//!                   park (id, task key or waker): the first waiter inline, more in a list
 //!  reader callback: the report is newer than the drain -> not drained; wake the waiters
 //!                   (their steps run right behind this callback); nobody waiting ->
 //!                   remove_reader
@@ -22,7 +24,8 @@
 //!
 //! The registration is **kept while tasks wait and across wake-ups**: a task that reads,
 //! gets `WouldBlock` and waits again finds the reader still registered, so the steady state
-//! costs no `add_reader` (no allocation) and no interest change. The reader removes itself
+//! costs no registration and no interest change (and a registration itself allocates
+//! nothing: test `allocations/watchers.rs`). The reader removes itself
 //! the first time it fires with nobody waiting (one spurious callback at most), and a
 //! dropped pending wait removes it at once when it was the last waiter (edge case 65). The
 //! registry batches add and remove within an iteration, so even a remove followed by a
@@ -71,13 +74,14 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::panic::Location;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use evloop_sys::fd::{probe, set_nonblocking, FdKind};
 
-use crate::reactor::{EventLoop, Key, WeakEventLoop};
+use crate::reactor::{EventLoop, IoSide, Key, Watch, WeakEventLoop};
 use crate::task::waker::{step_iteration, step_key, wake_task};
 
 /// Which readiness a wait is for.
@@ -85,6 +89,23 @@ use crate::task::waker::{step_iteration, step_key, wake_task};
 enum Side {
     Read,
     Write,
+}
+
+impl Side {
+    /// The registry's name for the same side: we are the reader, or the writer.
+    fn io(self) -> IoSide {
+        match self {
+            Side::Read => IoSide::Reader,
+            Side::Write => IoSide::Writer,
+        }
+    }
+
+    fn of(side: IoSide) -> Side {
+        match side {
+            IoSide::Reader => Side::Read,
+            IoSide::Writer => Side::Write,
+        }
+    }
 }
 
 /// A task waiting for one direction: its future's id, whom to wake, and the iteration in
@@ -143,19 +164,105 @@ enum PollSlot {
     Fired,
 }
 
+/// The tasks waiting for one direction, each under the id its future drew: usually none or
+/// one, so the first is kept inline (the reader callback finds it in the state it reads
+/// anyway, with no second allocation to reach), and any more in a vector.
+#[derive(Default)]
+struct Waiters {
+    /// The oldest waiter; `None` only when there is none at all.
+    first: Option<Waiter>,
+    /// The others, oldest first.
+    more: Vec<Waiter>,
+}
+
+impl Waiters {
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn push(&mut self, waiter: Waiter) {
+        if self.first.is_none() {
+            self.first = Some(waiter);
+        } else {
+            self.more.push(waiter);
+        }
+    }
+
+    fn find_mut(&mut self, id: u64) -> Option<&mut Waiter> {
+        self.first
+            .iter_mut()
+            .chain(self.more.iter_mut())
+            .find(|w| w.id == id)
+    }
+
+    /// Removes the waiter `id`; returns whether it was there.
+    fn remove(&mut self, id: u64) -> bool {
+        if self.first.as_ref().is_some_and(|w| w.id == id) {
+            self.first = (!self.more.is_empty()).then(|| self.more.remove(0));
+            return true;
+        }
+        match self.more.iter().position(|w| w.id == id) {
+            Some(pos) => {
+                self.more.remove(pos);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The only waiter, taken if it parked before iteration `now`; `None` (and nothing taken)
+    /// if there is not exactly one such: the common case of the reader callback.
+    fn take_single_before(&mut self, now: u64) -> Option<Waiter> {
+        if !self.more.is_empty() || self.first.as_ref().is_none_or(|w| w.parked >= now) {
+            return None;
+        }
+        self.first.take()
+    }
+
+    /// Moves the waiters that parked before iteration `now` to `into`, oldest first; keeps
+    /// the others.
+    fn take_before(&mut self, now: u64, into: &mut Vec<Waiter>) {
+        if let Some(w) = self.first.take() {
+            if w.parked < now {
+                into.push(w);
+            } else {
+                self.first = Some(w);
+            }
+        }
+        let mut i = 0;
+        while i < self.more.len() {
+            if self.more[i].parked < now {
+                into.push(self.more.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        if self.first.is_none() && !self.more.is_empty() {
+            self.first = Some(self.more.remove(0));
+        }
+    }
+}
+
 /// The waiters of one direction (readable or writable) of one fd.
 #[derive(Default)]
 struct Direction {
-    /// Tasks waiting now, each under the id its future drew, with the loop iteration in which
-    /// it started waiting. Usually zero or one entry.
-    waiters: RefCell<Vec<Waiter>>,
-    /// An empty list with capacity, swapped with `waiters` when the fd fires, so waking
-    /// allocates nothing and holds no borrow while wakers run.
+    /// Tasks waiting now, each with the loop iteration in which it started waiting.
+    waiters: RefCell<Waiters>,
+    /// An empty list with capacity, where the reader callback moves the waiters it wakes
+    /// when there is more than one, so waking allocates nothing and holds no borrow while
+    /// wakers run.
     spare: RefCell<Vec<Waiter>>,
     /// The waker of a poll-based caller, woken by the same reports as `waiters`.
     slot: RefCell<PollSlot>,
     /// Whether our reader (or writer) is registered with the loop.
     registered: Cell<bool>,
+    /// The loop removed our registration of this side (ours, a `remove_*` on the fd, or
+    /// `close()`): a report of it still queued must not run. Cleared when we register again.
+    cancelled: Cell<bool>,
     /// The last operation found the fd drained — `WouldBlock`, or a short stream read or
     /// write — and the loop has reported no readiness since: the next operation waits for a
     /// report instead of spending a syscall on a likely `EAGAIN`.
@@ -217,16 +324,15 @@ impl State {
         Ok(event_loop)
     }
 
-    /// Registers our reader or writer (one allocation: the callback). Only when not
-    /// registered already.
+    /// Registers our reader or writer: the state itself, as the loop's watcher of that
+    /// side (`impl Watch for State`, below), so no allocation. Only when not registered
+    /// already.
     fn register(self: &Rc<Self>, side: Side) -> io::Result<()> {
         let event_loop = self.event_loop()?;
-        let state = self.clone();
-        match side {
-            Side::Read => event_loop.add_reader(self.fd, move |lp| state.fire(lp, Side::Read)),
-            Side::Write => event_loop.add_writer(self.fd, move |lp| state.fire(lp, Side::Write)),
-        }?;
-        self.direction(side).registered.set(true);
+        let dir = self.direction(side);
+        dir.cancelled.set(false);
+        event_loop.add_watcher(self.fd, side.io(), self.clone())?;
+        dir.registered.set(true);
         Ok(())
     }
 
@@ -304,6 +410,7 @@ impl State {
     /// before this iteration's poll; otherwise the report predates it and it stays parked.
     /// The fd is level-triggered: if it is still (or again) ready, the next poll says so.
     /// The same rule decides whether the report clears `drained`.
+    #[inline]
     fn fire(&self, event_loop: &EventLoop, side: Side) {
         let dir = self.direction(side);
         let now = event_loop.iteration();
@@ -311,37 +418,19 @@ impl State {
             dir.drained.set(false);
         }
         // The common case, one task waiting and no poll-based caller: wake it without
-        // swapping the lists.
-        {
-            let mut waiters = dir.waiters.borrow_mut();
-            if waiters.len() == 1
-                && waiters[0].parked < now
-                && matches!(*dir.slot.borrow(), PollSlot::Empty)
-            {
-                if let Some(w) = waiters.pop() {
-                    drop(waiters);
-                    // May call user code (a waker); no borrow is held.
-                    w.wakes.wake(event_loop);
-                    return;
-                }
+        // moving anything else.
+        if matches!(*dir.slot.borrow(), PollSlot::Empty) {
+            let single = dir.waiters.borrow_mut().take_single_before(now);
+            if let Some(w) = single {
+                // May call user code (a waker); no borrow is held.
+                w.wakes.wake(event_loop);
+                return;
             }
         }
         let mut woken = std::mem::take(&mut *dir.spare.borrow_mut());
         let still_waiting = {
             let mut waiters = dir.waiters.borrow_mut();
-            if waiters.iter().all(|w| w.parked < now) {
-                std::mem::swap(&mut *waiters, &mut woken);
-            } else {
-                // Keep the waiters that parked after this iteration's poll.
-                let mut i = 0;
-                while i < waiters.len() {
-                    if waiters[i].parked < now {
-                        woken.push(waiters.swap_remove(i));
-                    } else {
-                        i += 1;
-                    }
-                }
-            }
+            waiters.take_before(now, &mut woken);
             !waiters.is_empty()
         };
         // The poll slot is one more waiter, under the same rule.
@@ -419,6 +508,43 @@ impl State {
         };
         Poll::Pending
     }
+}
+
+/// The state is its fd's reader and writer itself: the loop's registry holds it, and a
+/// report of the fd goes from the registry's slot straight to [`State::fire`], with no
+/// closure and no watcher object in between (`docs/16-performance.md`, round six).
+impl Watch for State {
+    #[inline]
+    fn run(&self, event_loop: &EventLoop, side: IoSide) -> bool {
+        let side = Side::of(side);
+        if self.direction(side).cancelled.get() {
+            return false;
+        }
+        self.fire(event_loop, side);
+        true
+    }
+
+    fn cancel(&self, side: IoSide) {
+        self.direction(Side::of(side)).cancelled.set(true);
+    }
+
+    fn is_cancelled(&self, side: IoSide) -> bool {
+        self.direction(Side::of(side)).cancelled.get()
+    }
+
+    fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    fn location(&self, _side: IoSide) -> &'static Location<'static> {
+        // Where the state registers itself (trace mode names readers by where they were added).
+        static_location()
+    }
+}
+
+/// This line: where an `Async` registers its state as a reader or writer.
+fn static_location() -> &'static Location<'static> {
+    Location::caller()
 }
 
 /// Where an operation written as a poll function ([`Async::poll_op`]) parks when its syscall
@@ -1134,7 +1260,7 @@ impl Future for Readiness<'_> {
         let dir = state.direction(self.side);
         if let Some(id) = self.id {
             let mut waiters = dir.waiters.borrow_mut();
-            return match waiters.iter_mut().find(|w| w.id == id) {
+            return match waiters.find_mut(id) {
                 Some(w) => {
                     // Still waiting (someone else woke the task): keep the newest waker.
                     if !w.wakes.will_wake(cx.waker()) {
@@ -1174,20 +1300,14 @@ impl Drop for Readiness<'_> {
             return;
         };
         let dir = self.state.direction(self.side);
+        // Our entry gone means the callback took it: readiness came and we were served,
+        // only not told yet (an operation retried before this future was polled again, as
+        // `poll_op` does). Then the registration stays: the next wait of this task in the
+        // same iteration would re-add it at once, and if nobody waits the reader removes
+        // itself at its next report.
         let left_empty = {
             let mut waiters = dir.waiters.borrow_mut();
-            match waiters.iter().position(|w| w.id == id) {
-                Some(pos) => {
-                    waiters.swap_remove(pos);
-                    waiters.is_empty()
-                }
-                // The callback took our entry: readiness came and we were served, only not
-                // told yet (an operation retried before this future was polled again, as
-                // `poll_op` does). Keep the registration: the next wait of this task in the
-                // same iteration would re-add it at once, and if nobody waits the reader
-                // removes itself at its next report.
-                None => false,
-            }
+            waiters.remove(id) && waiters.is_empty()
         };
         if left_empty && !dir.slot_waiting() {
             // The last waiter left before readiness came (edge case 65): nobody should be
@@ -1205,5 +1325,73 @@ impl fmt::Debug for Readiness<'_> {
             .field("side", &self.side)
             .field("waiting", &self.id.is_some())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A waiter with id `id` that parked in iteration `parked`.
+    fn waiter(id: u64, parked: u64) -> Waiter {
+        let key = Key {
+            loop_id: 1,
+            index: id as u32,
+            generation: 0,
+        };
+        Waiter {
+            id,
+            wakes: Wakes::Task(key),
+            parked,
+        }
+    }
+
+    fn ids(w: &Waiters) -> Vec<u64> {
+        w.first.iter().chain(&w.more).map(|w| w.id).collect()
+    }
+
+    #[test]
+    fn the_first_waiter_is_kept_inline_and_the_others_in_order() {
+        let mut w = Waiters::default();
+        assert!(w.is_empty());
+        for id in 1..=4 {
+            w.push(waiter(id, id));
+        }
+        assert_eq!(ids(&w), [1, 2, 3, 4]);
+        assert_eq!(w.len(), 4);
+        assert!(w.find_mut(3).is_some() && w.find_mut(9).is_none());
+        // Removing the first promotes the oldest of the others; the order is kept.
+        assert!(w.remove(1));
+        assert_eq!(ids(&w), [2, 3, 4]);
+        assert!(w.remove(3) && !w.remove(3));
+        assert_eq!(ids(&w), [2, 4]);
+        assert!(w.remove(2) && w.remove(4));
+        assert!(w.is_empty() && w.more.is_empty());
+    }
+
+    #[test]
+    fn a_report_takes_the_waiters_that_parked_before_its_iteration() {
+        let mut w = Waiters::default();
+        w.push(waiter(1, 5));
+        // The common case: the only waiter, parked before iteration 6.
+        assert!(
+            w.take_single_before(5).is_none(),
+            "parked in 5: a report of 5 predates it"
+        );
+        assert_eq!(w.take_single_before(6).map(|t| t.id), Some(1));
+        assert!(w.is_empty());
+        // With several, the single path declines and the general one sorts them out.
+        for (id, parked) in [(1, 7), (2, 3), (3, 8), (4, 4)] {
+            w.push(waiter(id, parked));
+        }
+        assert!(w.take_single_before(9).is_none());
+        let mut woken = Vec::new();
+        w.take_before(7, &mut woken);
+        assert_eq!(woken.iter().map(|t| t.id).collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(ids(&w), [1, 3], "the later waiters stay, the oldest inline");
+        woken.clear();
+        w.take_before(9, &mut woken);
+        assert_eq!(woken.iter().map(|t| t.id).collect::<Vec<_>>(), [1, 3]);
+        assert!(w.is_empty());
     }
 }

@@ -125,7 +125,7 @@ impl Inner {
                 Ready::Callback(cell) => {
                     cell.cancel();
                 }
-                Ready::Io(watcher) => watcher.cancelled.set(true),
+                Ready::Io(watcher, side) => watcher.cancel(side),
                 // Timers queued or in the heap are all closed below.
                 Ready::Timer(_) | Ready::Remote(_) | Ready::Step(_) => {}
             });
@@ -149,8 +149,8 @@ impl Inner {
             } else {
                 drop(registry); // closes the epoll/kqueue fd
             }
-            for watcher in watchers {
-                watcher.cancelled.set(true);
+            for (watcher, side) in watchers {
+                watcher.cancel(side);
                 catching(&mut panics, move || drop(watcher));
             }
         }

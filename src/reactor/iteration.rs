@@ -290,7 +290,7 @@ impl EventLoop {
                 break;
             };
             left -= 1;
-            let io = matches!(entry, Ready::Io(_)).then(|| WokenByIo::start(inner));
+            let io = matches!(entry, Ready::Io(..)).then(|| WokenByIo::start(inner));
             let ok = if watched {
                 self.run_watched(entry)
             } else {

@@ -10,23 +10,26 @@
 //!   once it ran: `cells.rs`);
 //! - [`Ready::Timer`]: a timer that expired, by its slot (`timer_slots.rs`); its closure is
 //!   taken out of its store when it runs;
-//! - [`Ready::Io`]: a reader or writer whose fd the selector reported. The watcher is
-//!   persistent (level-triggered, like asyncio's reader handles), so queuing it is a
-//!   reference-count increment, not an allocation: no allocation per I/O event;
+//! - [`Ready::Io`]: a reader or writer whose fd the selector reported, with the side the
+//!   report is for. The watcher ([`Watch`]: an `add_reader` closure in its [`IoWatcher`], or
+//!   an `Async`'s state) is persistent (level-triggered, like asyncio's reader handles), so
+//!   queuing it is a reference-count increment, not an allocation: no allocation per I/O
+//!   event;
 //! - [`Ready::Remote`]: a closure handed over by `Remote::call_soon_threadsafe`, moved in
 //!   from the cross-thread queue without re-boxing;
 //! - [`Ready::Step`]: one step of a runnable (`runnable.rs`; the task layer's tasks); a
 //!   wake-up queues it by cloning its `Rc`, so waking allocates nothing.
 //!
-//! Cancelling is a flag: `remove_reader` sets [`IoWatcher::cancelled`] on a watcher that may
+//! Cancelling is a flag: `remove_reader` cancels ([`Watch::cancel`]) a watcher that may
 //! already be queued in this iteration, and the run step skips it (edge case 11).
 
 use std::cell::{Cell, RefCell};
-use std::fmt;
+use std::os::fd::RawFd;
 use std::panic::Location;
 use std::rc::Rc;
 
 use crate::reactor::cells::{Callback, State};
+use crate::reactor::registry::Side;
 use crate::reactor::runnable::RunnableRef;
 use crate::reactor::timer_slots::TimerSlots;
 use crate::reactor::EventLoop;
@@ -59,26 +62,96 @@ impl<F: FnOnce(&EventLoop) + Send> RemoteCall for Posted<F> {
     }
 }
 
-/// A persistent I/O callback, boxed once when it is added.
-pub(crate) type IoCallback = Box<dyn FnMut(&EventLoop)>;
-
-/// The reader or the writer of one fd: a persistent callback.
-pub(crate) struct IoWatcher {
-    pub(crate) callback: RefCell<IoCallback>,
-    /// Set by `remove_*` (or a replacing `add_*`): a queued copy must not run.
-    pub(crate) cancelled: Cell<bool>,
-    pub(crate) fd: std::os::fd::RawFd,
-    pub(crate) writer: bool,
-    pub(crate) location: &'static Location<'static>,
+/// A reader or a writer as the loop sees it: what step 6 calls when the selector reported
+/// its fd. There are two kinds. `add_reader` and `add_writer` make an [`IoWatcher`] around
+/// the user's closure (one allocation, the closure inside it). The net layer's `Async`
+/// state is the other: one object is the reader *and* the writer of its fd, so a report goes
+/// from the registry's slot straight to the socket's state, with no closure and no
+/// allocation in between (`src/net/async_fd.rs`).
+///
+/// A watcher is registered per side, and every method is told which side it is asked for.
+/// One virtual call runs a report: for a closure, `run` checks the flag and calls the
+/// closure inlined into it. That costs the scaling workload 17 instructions per write more
+/// than the former design (a closure in a box of its own, called from step 6), and saves a
+/// box and a cold cache line per report; `docs/16-performance.md` (round six) has the
+/// figures.
+pub(crate) trait Watch {
+    /// Runs the `side` callback unless that side was cancelled; returns whether it ran.
+    /// Calls user code; the caller holds no borrow of the loop's state.
+    fn run(&self, event_loop: &EventLoop, side: Side) -> bool;
+    /// Cancels `side`: a report of it already queued in this iteration will not run (edge
+    /// case 11). Called when the watcher is removed or replaced, and by `close()`.
+    fn cancel(&self, side: Side);
+    /// Whether `side` is cancelled (trace mode reports a skipped entry).
+    fn is_cancelled(&self, side: Side) -> bool;
+    /// The fd it watches (trace mode).
+    fn fd(&self) -> RawFd;
+    /// Where it was registered (debug and trace mode).
+    fn location(&self, side: Side) -> &'static Location<'static>;
 }
 
-impl fmt::Debug for IoWatcher {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct(if self.writer { "Writer" } else { "Reader" })
-            .field("fd", &self.fd)
-            .field("cancelled", &self.cancelled.get())
-            .field("created_at", &format_args!("{}", self.location))
-            .finish()
+/// A registered reader or writer, shared by the registry's slot and any queued report of it.
+pub(crate) type WatchRef = Rc<dyn Watch>;
+
+/// The name trace mode gives the `side` of a watcher: its address, plus one for a writer
+/// (an `Rc`'s address is a multiple of 8, and one object may be both sides).
+pub(crate) fn watch_id(watch: &WatchRef, side: Side) -> usize {
+    Rc::as_ptr(watch) as *const () as usize + usize::from(side == Side::Writer)
+}
+
+/// The watcher `add_reader` and `add_writer` make: the user's closure, persistent
+/// (level-triggered, like asyncio's reader handles), in one allocation with its flag.
+pub(crate) struct IoWatcher<F> {
+    callback: RefCell<F>,
+    /// Set by `remove_*` (or a replacing `add_*`): a queued copy must not run.
+    cancelled: Cell<bool>,
+    fd: RawFd,
+    location: &'static Location<'static>,
+}
+
+impl<F: FnMut(&EventLoop) + 'static> IoWatcher<F> {
+    /// A watcher of `fd` around `callback`, registered at `location`.
+    pub(crate) fn new_ref(
+        fd: RawFd,
+        callback: F,
+        location: &'static Location<'static>,
+    ) -> WatchRef {
+        Rc::new(IoWatcher {
+            callback: RefCell::new(callback),
+            cancelled: Cell::new(false),
+            fd,
+            location,
+        })
+    }
+}
+
+impl<F: FnMut(&EventLoop) + 'static> Watch for IoWatcher<F> {
+    #[inline]
+    fn run(&self, event_loop: &EventLoop, _side: Side) -> bool {
+        if self.cancelled.get() {
+            return false;
+        }
+        // Calls user code. It may remove or replace this very watcher (the queued entry holds
+        // its own `Rc`, so it stays alive until we return) or close the fd; we touch neither
+        // the registry nor the fd afterwards (edge case 12).
+        (self.callback.borrow_mut())(event_loop);
+        true
+    }
+
+    fn cancel(&self, _side: Side) {
+        self.cancelled.set(true);
+    }
+
+    fn is_cancelled(&self, _side: Side) -> bool {
+        self.cancelled.get()
+    }
+
+    fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    fn location(&self, _side: Side) -> &'static Location<'static> {
+        self.location
     }
 }
 
@@ -99,7 +172,8 @@ impl TimerRef {
 pub(crate) enum Ready {
     Callback(Rc<dyn Callback>),
     Timer(TimerRef),
-    Io(Rc<IoWatcher>),
+    /// A report of `fd`: its watcher, and which of its sides the report is for.
+    Io(WatchRef, Side),
     Remote(RemoteCallback),
     /// One step of a runnable (a task of `src/task/`): queued at spawn and by each wake-up.
     Step(RunnableRef),
@@ -111,7 +185,7 @@ impl Ready {
         match self {
             Ready::Callback(c) => c.location(),
             Ready::Timer(t) => t.slots.location(t.slot),
-            Ready::Io(w) => w.location,
+            Ready::Io(w, side) => w.location(*side),
             Ready::Remote(r) => r.location(),
             Ready::Step(r) => r.location(),
         }
@@ -122,8 +196,8 @@ impl Ready {
         match self {
             Ready::Callback(_) => "callback",
             Ready::Timer(_) => "timer",
-            Ready::Io(w) if w.writer => "writer",
-            Ready::Io(_) => "reader",
+            Ready::Io(_, Side::Writer) => "writer",
+            Ready::Io(_, Side::Reader) => "reader",
             Ready::Remote(_) => "threadsafe callback",
             Ready::Step(_) => "task step",
         }
@@ -139,17 +213,8 @@ impl Ready {
             Ready::Callback(cell) => cell.run_once(event_loop),
             // Calls user code, after the slot and the closure's store are released.
             Ready::Timer(timer) => timer.slots.run(timer.slot, event_loop),
-            Ready::Io(watcher) => {
-                if watcher.cancelled.get() {
-                    return false;
-                }
-                // Calls user code. It may remove or replace this very watcher (we hold our
-                // own `Rc`, so it stays alive until we return) or close the fd; we touch
-                // neither the registry nor the fd afterwards (edge case 12).
-                let mut callback = watcher.callback.borrow_mut();
-                (callback)(event_loop);
-                true
-            }
+            // Calls user code, unless the side was cancelled after it was queued.
+            Ready::Io(watcher, side) => watcher.run(event_loop, side),
             Ready::Remote(remote) => {
                 // Calls user code.
                 remote.call(event_loop);

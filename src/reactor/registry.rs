@@ -28,18 +28,17 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
-use std::rc::Rc;
 use std::time::Duration;
 
 use evloop_sys::{Events, FdMap, Interest, Selector};
 
-use crate::reactor::ready::{IoWatcher, Ready};
+use crate::reactor::ready::{Ready, WatchRef};
 
 /// One watched fd.
 #[derive(Default)]
 struct Slot {
-    reader: Option<Rc<IoWatcher>>,
-    writer: Option<Rc<IoWatcher>>,
+    reader: Option<WatchRef>,
+    writer: Option<WatchRef>,
     /// What the selector was last told; `NONE` = not registered.
     kernel: Interest,
     /// The user's wish became empty since the last flush (the kernel still has `kernel`).
@@ -129,8 +128,8 @@ impl Registry {
         &mut self,
         fd: RawFd,
         side: Side,
-        watcher: Option<Rc<IoWatcher>>,
-    ) -> io::Result<Option<Rc<IoWatcher>>> {
+        watcher: Option<WatchRef>,
+    ) -> io::Result<Option<WatchRef>> {
         let adding = watcher.is_some();
         if fd == self.waker_fd {
             if !adding {
@@ -218,7 +217,7 @@ impl Registry {
     }
 
     /// The watcher of `fd`'s side, if any.
-    pub(crate) fn get(&self, fd: RawFd, side: Side) -> Option<&Rc<IoWatcher>> {
+    pub(crate) fn get(&self, fd: RawFd, side: Side) -> Option<&WatchRef> {
         let slot = self.slots.get(fd)?;
         match side {
             Side::Reader => slot.reader.as_ref(),
@@ -270,8 +269,11 @@ impl Registry {
                 }
                 Err(_) => {
                     slot.kernel = Interest::NONE;
-                    for w in [&slot.reader, &slot.writer].into_iter().flatten() {
-                        ready.push_back(Ready::Io(w.clone()));
+                    if let Some(r) = &slot.reader {
+                        ready.push_back(Ready::Io(r.clone(), Side::Reader));
+                    }
+                    if let Some(w) = &slot.writer {
+                        ready.push_back(Ready::Io(w.clone(), Side::Writer));
                     }
                 }
             }
@@ -332,13 +334,13 @@ impl Registry {
             };
             if ev.readable {
                 if let Some(r) = &slot.reader {
-                    ready.push_back(Ready::Io(r.clone()));
+                    ready.push_back(Ready::Io(r.clone(), Side::Reader));
                     d.queued += 1;
                 }
             }
             if ev.writable {
                 if let Some(w) = &slot.writer {
-                    ready.push_back(Ready::Io(w.clone()));
+                    ready.push_back(Ready::Io(w.clone(), Side::Writer));
                     d.queued += 1;
                 }
             }
@@ -349,13 +351,13 @@ impl Registry {
         d
     }
 
-    /// Every watcher, for `close()` to drop outside the borrow.
-    pub(crate) fn take_watchers(&mut self) -> Vec<Rc<IoWatcher>> {
+    /// Every watcher with its side, for `close()` to cancel and drop outside the borrow.
+    pub(crate) fn take_watchers(&mut self) -> Vec<(WatchRef, Side)> {
         let slots = std::mem::take(&mut self.slots);
         let mut out = Vec::new();
         for (_, slot) in slots.iter() {
-            out.extend(slot.reader.iter().cloned());
-            out.extend(slot.writer.iter().cloned());
+            out.extend(slot.reader.iter().map(|r| (r.clone(), Side::Reader)));
+            out.extend(slot.writer.iter().map(|w| (w.clone(), Side::Writer)));
         }
         out
     }

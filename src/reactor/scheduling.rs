@@ -10,7 +10,6 @@
 //! fails in the caller. Nothing here runs user code. `docs/04-ready-deque.md`,
 //! `docs/05-timers.md` and `docs/06-readers-writers.md` explain each part.
 
-use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::RawFd;
 use std::panic::Location;
@@ -20,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::reactor::cells::State;
 use crate::reactor::event_loop::{closed_error, closed_panic, forked_error, MAX_DELAY};
 use crate::reactor::handle::{Handle, TimerHandle};
-use crate::reactor::ready::{IoWatcher, Ready};
+use crate::reactor::ready::{watch_id, IoWatcher, Ready, WatchRef};
 use crate::reactor::registry::Side;
 use crate::reactor::timers::Timers;
 use crate::reactor::trace;
@@ -215,7 +214,8 @@ impl EventLoop {
         fd: RawFd,
         callback: impl FnMut(&EventLoop) + 'static,
     ) -> io::Result<()> {
-        self.add_watcher(fd, Side::Reader, Box::new(callback), Location::caller())
+        let watcher = IoWatcher::new_ref(fd, callback, Location::caller());
+        self.add_watcher(fd, Side::Reader, watcher)
     }
 
     /// Calls `callback` every time `fd` is writable, until [`remove_writer`](EventLoop::remove_writer).
@@ -253,7 +253,8 @@ impl EventLoop {
         fd: RawFd,
         callback: impl FnMut(&EventLoop) + 'static,
     ) -> io::Result<()> {
-        self.add_watcher(fd, Side::Writer, Box::new(callback), Location::caller())
+        let watcher = IoWatcher::new_ref(fd, callback, Location::caller());
+        self.add_watcher(fd, Side::Writer, watcher)
     }
 
     /// Stops watching `fd` for readability; returns whether a reader was registered. A reader
@@ -295,20 +296,11 @@ impl EventLoop {
         self.remove_watcher(fd, Side::Writer)
     }
 
-    fn add_watcher(
-        &self,
-        fd: RawFd,
-        side: Side,
-        callback: Box<dyn FnMut(&EventLoop)>,
-        location: &'static Location<'static>,
-    ) -> io::Result<()> {
-        let watcher = Rc::new(IoWatcher {
-            callback: RefCell::new(callback),
-            cancelled: Cell::new(false),
-            fd,
-            writer: side == Side::Writer,
-            location,
-        });
+    /// Installs `watcher` as the `side` of `fd`: `add_reader`'s and `add_writer`'s work, and
+    /// the way the net layer's `Async` registers its own state (`src/net/async_fd.rs`).
+    /// A watcher it replaces is cancelled (unless it is the same object: one that is both
+    /// sides of its fd, registering a side again).
+    pub(crate) fn add_watcher(&self, fd: RawFd, side: Side, watcher: WatchRef) -> io::Result<()> {
         let replaced = {
             let mut registry = self.inner.registry.borrow_mut();
             // `closed` is set before the registry goes (destructors run in between). In the
@@ -332,10 +324,12 @@ impl EventLoop {
             registry.set(fd, side, Some(watcher.clone()))?
         };
         if self.inner.trace.get() {
-            self.trace_watchers(replaced.as_ref(), Some(&watcher));
+            self.trace_watchers(side, replaced.as_ref(), Some(&watcher));
         }
         if let Some(old) = replaced {
-            old.cancelled.set(true);
+            if !std::ptr::addr_eq(Rc::as_ptr(&old), Rc::as_ptr(&watcher)) {
+                old.cancel(side);
+            }
         }
         // `replaced` (and the old closure) is dropped here, outside any borrow.
         Ok(())
@@ -352,9 +346,9 @@ impl EventLoop {
         match removed {
             Some(old) => {
                 if self.inner.trace.get() {
-                    self.trace_watchers(Some(&old), None);
+                    self.trace_watchers(side, Some(&old), None);
                 }
-                old.cancelled.set(true);
+                old.cancel(side);
                 true
             }
             None => false,
@@ -363,18 +357,14 @@ impl EventLoop {
 
     /// Trace mode: a watcher removed (or replaced), a watcher added.
     #[cold]
-    fn trace_watchers(&self, removed: Option<&Rc<IoWatcher>>, added: Option<&Rc<IoWatcher>>) {
+    fn trace_watchers(&self, side: Side, removed: Option<&WatchRef>, added: Option<&WatchRef>) {
+        let writer = side == Side::Writer;
         if let Some(w) = removed {
-            trace::remove_watcher(&self.inner, Rc::as_ptr(w) as usize, w.fd, w.writer);
+            trace::remove_watcher(&self.inner, watch_id(w, side), w.fd(), writer);
         }
         if let Some(w) = added {
-            trace::add_watcher(
-                &self.inner,
-                Rc::as_ptr(w) as usize,
-                w.fd,
-                w.writer,
-                w.location,
-            );
+            let at = w.location(side);
+            trace::add_watcher(&self.inner, watch_id(w, side), w.fd(), writer, at);
         }
     }
 

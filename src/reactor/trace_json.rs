@@ -345,7 +345,7 @@ impl JsonTrace {
         let skipped = match entry {
             Ready::Callback(c) => c.state() != crate::reactor::cells::State::Queued,
             Ready::Timer(t) => t.is_cancelled(),
-            Ready::Io(w) => w.cancelled.get(),
+            Ready::Io(w, side) => w.is_cancelled(*side),
             _ => false,
         };
         let mut running = None;
@@ -682,8 +682,8 @@ impl Ids<'_> {
                     task: None,
                 }
             }
-            Ready::Io(w) => {
-                let addr = Rc::as_ptr(w) as usize;
+            Ready::Io(w, side) => {
+                let addr = crate::reactor::ready::watch_id(w, *side);
                 let id = match self.s.watchers.get(&addr) {
                     Some(&id) => id,
                     None => {
@@ -694,8 +694,8 @@ impl Ids<'_> {
                 };
                 Named {
                     id,
-                    kind: if w.writer { "writer" } else { "reader" },
-                    fd: Some(w.fd),
+                    kind: e.kind(),
+                    fd: Some(w.fd()),
                     task: None,
                 }
             }

@@ -7,7 +7,8 @@
 //! explains what each count proves.
 //!
 //! Each area has its own module: `callbacks.rs` (call_soon, timers), `tasks.rs` (spawn,
-//! wake-ups), `echo.rs` (an echoed message through sockets).
+//! wake-ups), `echo.rs` (an echoed message through sockets), `watchers.rs` (registering a
+//! reader).
 
 #[macro_use]
 #[path = "../common/mod.rs"]
@@ -16,6 +17,7 @@ mod common;
 mod callbacks;
 mod echo;
 mod tasks;
+mod watchers;
 
 use evloop::sys::alloc_count::{allocations, CountingAllocator};
 

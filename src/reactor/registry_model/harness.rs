@@ -9,7 +9,6 @@
 //! `checks.rs`. It also keeps the log and the coverage counts, and turns a failed check into
 //! a [`Failure`].
 
-use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
 use std::os::fd::RawFd;
@@ -23,8 +22,9 @@ use evloop_sys::{Event, Interest};
 use super::ops::{Op, Target};
 use super::world::{lock, waker_event, Call, FakeSelector, Flavour, Readiness, World};
 use super::{interest_of, ix, si, side_name, slot, FileId, Side, FDS, NFD, WAKER};
-use crate::reactor::ready::{IoCallback, IoWatcher, Ready};
+use crate::reactor::ready::{IoWatcher, Ready, WatchRef};
 use crate::reactor::registry::Registry;
+use crate::reactor::EventLoop;
 
 /// What a watcher was created for, to name it in messages.
 struct Label {
@@ -42,7 +42,7 @@ pub(super) enum Note {
     Iterated {
         n: u64,
         changes: usize,
-        queued: Vec<Rc<IoWatcher>>,
+        queued: Vec<WatchRef>,
     },
 }
 
@@ -76,7 +76,7 @@ pub(super) struct Harness {
     pub(super) world: Arc<Mutex<World>>,
     pub(super) registry: Registry,
     /// The watcher the user installed, by fd and side.
-    watchers: [[Option<Rc<IoWatcher>>; 2]; NFD],
+    watchers: [[Option<WatchRef>; 2]; NFD],
     /// The registration the selector's record must hold: fd -> (interest, file).
     pub(super) kernel: [Option<(Interest, FileId)>; NFD],
     /// The fd's wish became empty since the last flush while registered: the kernel may still
@@ -89,7 +89,7 @@ pub(super) struct Harness {
     /// A wake-up is pending.
     wake: bool,
     /// Every watcher created, with its label (kept alive so that pointers stay unique).
-    created: Vec<(Rc<IoWatcher>, Label)>,
+    created: Vec<(WatchRef, Label)>,
     /// The operations applied, for failure reports.
     pub(super) log: Vec<(Op, Note)>,
     /// Every selector call the registry made, in order.
@@ -143,7 +143,7 @@ impl Harness {
         i
     }
 
-    pub(super) fn watcher(&self, fd: RawFd, side: Side) -> Option<&Rc<IoWatcher>> {
+    pub(super) fn watcher(&self, fd: RawFd, side: Side) -> Option<&WatchRef> {
         self.watchers[ix(fd)][si(side)].as_ref()
     }
 
@@ -152,15 +152,8 @@ impl Harness {
         lock(&self.world).numbers[ix(fd)]
     }
 
-    fn new_watcher(&mut self, fd: RawFd, side: Side) -> Rc<IoWatcher> {
-        let callback: IoCallback = Box::new(|_| {});
-        let watcher = Rc::new(IoWatcher {
-            callback: RefCell::new(callback),
-            cancelled: Cell::new(false),
-            fd,
-            writer: side == Side::Writer,
-            location: Location::caller(),
-        });
+    fn new_watcher(&mut self, fd: RawFd, side: Side) -> WatchRef {
+        let watcher = IoWatcher::new_ref(fd, |_: &EventLoop| {}, Location::caller());
         let label = Label {
             serial: self.created.len() + 1,
             fd,
@@ -171,7 +164,7 @@ impl Harness {
         watcher
     }
 
-    fn label(&self, w: &Rc<IoWatcher>) -> String {
+    fn label(&self, w: &WatchRef) -> String {
         match self.created.iter().find(|(c, _)| Rc::ptr_eq(c, w)) {
             Some((_, l)) => {
                 let file = l
@@ -179,11 +172,11 @@ impl Harness {
                     .map_or_else(|| "closed".to_string(), |f| format!("file {f}"));
                 format!("{}#{} of fd {} ({file})", side_name(l.side), l.serial, l.fd)
             }
-            None => format!("{w:?}"),
+            None => format!("an unknown watcher of fd {}", w.fd()),
         }
     }
 
-    fn labels(&self, ws: &[Rc<IoWatcher>]) -> String {
+    fn labels(&self, ws: &[WatchRef]) -> String {
         let v: Vec<String> = ws.iter().map(|w| self.label(w)).collect();
         format!("[{}]", v.join(", "))
     }
@@ -208,8 +201,8 @@ impl Harness {
     pub(super) fn same(
         &self,
         what: fmt::Arguments<'_>,
-        got: Option<&Rc<IoWatcher>>,
-        want: Option<&Rc<IoWatcher>>,
+        got: Option<&WatchRef>,
+        want: Option<&WatchRef>,
     ) -> Result<(), String> {
         match (got, want) {
             (None, None) => Ok(()),
@@ -492,19 +485,25 @@ impl Harness {
         for e in want_events.iter().filter(|e| e.fd != WAKER) {
             for (on, side) in [(e.readable, Side::Reader), (e.writable, Side::Writer)] {
                 if let (true, Some(w)) = (on, self.watcher(e.fd, side)) {
-                    want.push(Rc::clone(w));
+                    want.push((Rc::clone(w), side));
                 }
             }
         }
         let mut got = Vec::with_capacity(ready.len());
         for r in ready {
             match r {
-                Ready::Io(w) => got.push(w),
+                Ready::Io(w, side) => got.push((w, side)),
                 other => return Err(format!("dispatch queued a {}", other.kind())),
             }
         }
-        let same = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| Rc::ptr_eq(g, w));
+        let same = got.len() == want.len()
+            && got
+                .iter()
+                .zip(&want)
+                .all(|((g, gs), (w, ws))| Rc::ptr_eq(g, w) && gs == ws);
         if !same {
+            let got: Vec<WatchRef> = got.into_iter().map(|(w, _)| w).collect();
+            let want: Vec<WatchRef> = want.into_iter().map(|(w, _)| w).collect();
             return Err(format!(
                 "dispatch queued {}, expected {}",
                 self.labels(&got),
@@ -523,7 +522,7 @@ impl Harness {
         self.note(Note::Iterated {
             n: self.iterations,
             changes,
-            queued: got,
+            queued: got.into_iter().map(|(w, _)| w).collect(),
         });
         self.check(Vec::new(), true)
     }
