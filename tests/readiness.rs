@@ -3,6 +3,7 @@
 //! - A task woken by an I/O callback runs right behind that callback, in the same pass;
 //!   everything else keeps the snapshot rule (a wake-up from any other callback, and whatever
 //!   the woken task schedules, wait for the next iteration).
+//! - A report queued for an `Async` whose last wait was dropped in the same pass is skipped.
 //! - `Async` tries a read or a write only when readiness was reported since the last
 //!   `WouldBlock`, and a short stream read or write counts as drained: the counters
 //!   `Stats::reads_would_block` and `Stats::writes_would_block` show each `EAGAIN` spent.
@@ -228,5 +229,66 @@ per_backend! {
             .unwrap();
         assert_eq!(stats.writes_would_block, 0, "a send answering EAGAIN");
         assert_eq!(stats.reads_would_block, 0, "a recv answering EAGAIN");
+    }
+
+    fn a_report_queued_for_a_wait_dropped_in_the_same_pass_is_skipped(backend: Backend) {
+        // An `Async`'s state is its fd's reader itself (`src/net/async_fd.rs`). A report of it
+        // queued in the same pass as a callback that drops its last wait must not run (edge
+        // case 11), and a later wait registers it again.
+        use std::os::fd::AsRawFd;
+        let lp = new_loop(backend);
+        let (mut ax, bx) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (mut ay, by) = std::os::unix::net::UnixStream::pair().unwrap();
+        bx.set_nonblocking(true).unwrap();
+        let y = Rc::new(Async::with_loop(&lp, by).unwrap());
+        let y_fd = y.as_raw_fd();
+        // The reader of x cancels the task that waits on y. Both fds are ready in one poll,
+        // x's report first: x was registered first, written first, and has the lower number
+        // (the backends report in one of those orders).
+        assert!(bx.as_raw_fd() < y_fd);
+        let ran = Rc::new(Cell::new(false));
+        let cancel: Rc<RefCell<Option<evloop::Task<std::io::Result<()>>>>> = Rc::default();
+        lp.add_reader(bx.as_raw_fd(), {
+            let (ran, cancel) = (ran.clone(), cancel.clone());
+            move |lp| {
+                if let Some(task) = cancel.borrow().as_ref() {
+                    task.cancel(); // drops its future now: the wait on y goes, and y's reader
+                }
+                ran.set(true);
+                lp.stop();
+            }
+        })
+        .unwrap();
+        let waiting = lp.spawn({
+            let y = y.clone();
+            async move { y.readable().await }
+        });
+        *cancel.borrow_mut() = Some(waiting);
+        lp.run_nowait().unwrap(); // the task parks: y's state is registered as its reader
+        assert!(lp.has_reader(y_fd));
+        ax.write_all(b"x").unwrap();
+        ay.write_all(b"y").unwrap();
+        let skipped = lp.stats().cancelled_skipped;
+        lp.run_forever().unwrap();
+        assert!(ran.get());
+        let waiting = cancel.borrow_mut().take().unwrap();
+        assert_eq!(
+            lp.run_until_complete(waiting).unwrap().map(|r| r.is_ok()),
+            Err(evloop::TaskError::Cancelled),
+            "x's reader ran first and cancelled the wait on y"
+        );
+        assert_eq!(
+            lp.stats().cancelled_skipped - skipped,
+            1,
+            "y's report, queued behind x's reader, was skipped"
+        );
+        assert!(!lp.has_reader(y_fd), "the last wait on y went, and its reader with it");
+        assert!(lp.remove_reader(bx.as_raw_fd()));
+        // A new wait registers y's state again; the byte written above wakes it at once.
+        let again = lp.spawn({
+            let y = y.clone();
+            async move { y.readable().await }
+        });
+        lp.run_until_complete(again).unwrap().unwrap().unwrap();
     }
 }
