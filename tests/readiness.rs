@@ -237,8 +237,15 @@ per_backend! {
         // case 11), and a later wait registers it again.
         use std::os::fd::AsRawFd;
         let lp = new_loop(backend);
+        // x is the pair whose reading end has the lower number (other tests run alongside,
+        // so the later pair need not get the higher numbers).
         let (mut ax, bx) = std::os::unix::net::UnixStream::pair().unwrap();
         let (mut ay, by) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ((mut ax, bx), (mut ay, by)) = if bx.as_raw_fd() < by.as_raw_fd() {
+            ((ax, bx), (ay, by))
+        } else {
+            ((ay, by), (ax, bx))
+        };
         bx.set_nonblocking(true).unwrap();
         let y = Rc::new(Async::with_loop(&lp, by).unwrap());
         let y_fd = y.as_raw_fd();
