@@ -481,11 +481,11 @@ def io_sequence():
     y = msg("task", "kern", y, "recv(fd, buf)", "task", label_x=250)
     y = msg("kern", "task", y, "EAGAIN: WouldBlock", "io", reply=True, label_x=250)
     y = note("task", y, ["State::drained: no recv", "until a newer report"], "b-task", dx=12)
-    y = msg("task", "loop", y, ["Readiness, first poll:", "add_reader(fd, State::fire)"], "task")
+    y = msg("task", "loop", y, ["Readiness, first poll: the State", "is the fd's reader (Watch)"], "task")
     y = msg("loop", "sel", y, ["a new fd, at once:", "Selector::register(fd)"], "step")
     g.arrow(lanes["sel"] + 4, y, lanes["kern"] - 6, y, "n")
     g.text((lanes["sel"] + lanes["kern"]) / 2, y - 6, "epoll_ctl(ADD)", "m", "middle")
-    y = note("task", y, ["park (id, the task's Key)", "in the read waiter list;",
+    y = note("task", y, ["park (id, the task's Key)", "as the read side's waiter;",
                          "Poll::Pending: Waiting"], "b-task", dx=12)
     y = band(y, "iteration N+1")
     y = note("loop", y, ["2 choose_timeout: block"], "b-step")
@@ -496,8 +496,8 @@ def io_sequence():
     y = msg("kern", "sel", y, "[fd R]", "io", reply=True)
     g.arrow(lanes["sel"] - 4, y, lanes["loop"] + 6, y, "io", dash=True)
     g.text((lanes["sel"] + lanes["loop"]) / 2, y - 6, "the event", "m", "middle")
-    y = note("loop", y, ["4 dispatch_io: push_back", "Ready::Io (the fd's reader)"], "b-step")
-    y = note("loop", y, ["6 run_ready: the reader runs", "State::fire → wake the waiter",
+    y = note("loop", y, ["4 dispatch_io: push_back", "Ready::Io (the State, reader)"], "b-step")
+    y = note("loop", y, ["6 run_ready: Watch::run →", "State::fire → wake the waiter",
                          "→ Inner::wake: its Ready::Step", "goes right behind, same pass"],
              "b-step")
     y = msg("loop", "task", y, ["the task's step: Readiness is", "Ready; try the op again"],
@@ -522,14 +522,15 @@ def io_sequence():
         "The sequence of a socket read that has to wait",
         "A sequence diagram with four lifelines: the task, the event loop, the selector and the "
         "kernel. In iteration N the task's step calls recv, which fails with EAGAIN "
-        "(WouldBlock); State::drained records it. The first poll of the Readiness future calls "
-        "add_reader, which registers the new fd with the selector at once (epoll_ctl ADD), "
-        "parks the task's key in the waiter list and returns Poll::Pending. In iteration N+1 "
-        "step 2 chooses to block, step 3 calls Selector::select, which sleeps in epoll_wait "
-        "until the peer's bytes arrive and the fd is reported readable. Step 4 queues the fd's "
-        "reader; step 6 runs it: State::fire wakes the waiter and Inner::wake puts the task's "
-        "step right behind it in the same pass. The task's step tries recv again and gets the "
-        "bytes.",
+        "(WouldBlock); State::drained records it. The first poll of the Readiness future "
+        "registers the socket's State itself as the fd's reader (a Watch object, no closure); "
+        "the registry registers the new fd with the selector at once (epoll_ctl ADD). The "
+        "task's key is parked as the read side's waiter, kept inline in the State, and the "
+        "poll returns Poll::Pending. In iteration N+1 step 2 chooses to block, step 3 calls "
+        "Selector::select, which sleeps in epoll_wait until the peer's bytes arrive and the fd "
+        "is reported readable. Step 4 queues the fd's reader, the State; step 6 runs it: "
+        "State::fire wakes the waiter and Inner::wake puts the task's step right behind it in "
+        "the same pass. The task's step tries recv again and gets the bytes.",
     )
 
 
