@@ -481,7 +481,8 @@ def io_sequence():
     y = msg("task", "kern", y, "recv(fd, buf)", "task", label_x=250)
     y = msg("kern", "task", y, "EAGAIN: WouldBlock", "io", reply=True, label_x=250)
     y = note("task", y, ["State::drained: no recv", "until a newer report"], "b-task", dx=12)
-    y = msg("task", "loop", y, ["Readiness, first poll: the State", "is the fd's reader (Watch)"], "task")
+    y = msg("task", "loop", y, ["Readiness, first poll: the State", "is the fd's reader (Watch)"],
+            "task")
     y = msg("loop", "sel", y, ["a new fd, at once:", "Selector::register(fd)"], "step")
     g.arrow(lanes["sel"] + 4, y, lanes["kern"] - 6, y, "n")
     g.text((lanes["sel"] + lanes["kern"]) / 2, y - 6, "epoll_ctl(ADD)", "m", "middle")
