@@ -3,7 +3,8 @@
 //! - A task woken by an I/O callback runs right behind that callback, in the same pass;
 //!   everything else keeps the snapshot rule (a wake-up from any other callback, and whatever
 //!   the woken task schedules, wait for the next iteration).
-//! - A report queued for an `Async` whose last wait was dropped in the same pass is skipped.
+//! - A report queued for an `Async` whose last wait was dropped in the same pass is skipped;
+//!   an `Async` whose reader other code removed registers it again at its next wait.
 //! - `Async` tries a read or a write only when readiness was reported since the last
 //!   `WouldBlock`, and a short stream read or write counts as drained: the counters
 //!   `Stats::reads_would_block` and `Stats::writes_would_block` show each `EAGAIN` spent.
@@ -297,5 +298,33 @@ per_backend! {
             async move { y.readable().await }
         });
         lp.run_until_complete(again).unwrap().unwrap().unwrap();
+    }
+
+    fn an_async_whose_reader_other_code_removed_registers_again(backend: Backend) {
+        // Another piece of code calls `remove_reader` on an `Async`'s fd. The wrapper learns
+        // it (the loop cancels its state's side), so the next wait registers it again, and
+        // the report wakes every waiter, the one parked before the removal included.
+        use std::os::fd::AsRawFd;
+        let lp = new_loop(backend);
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let b = Rc::new(Async::with_loop(&lp, b).unwrap());
+        let fd = b.as_raw_fd();
+        let wait = |b: &Rc<Async<std::os::unix::net::UnixStream>>| {
+            let b = b.clone();
+            lp.spawn(async move { b.readable().await })
+        };
+        let first = wait(&b);
+        lp.run_nowait().unwrap();
+        assert!(lp.has_reader(fd));
+        assert!(lp.remove_reader(fd));
+        lp.run_nowait().unwrap();
+        let second = wait(&b);
+        lp.run_nowait().unwrap(); // its first poll
+        assert!(lp.has_reader(fd), "the wrapper knew its reader was gone and registered again");
+        a.write_all(b"x").unwrap();
+        for _ in 0..3 {
+            lp.run_nowait().unwrap();
+        }
+        assert!(first.is_done() && second.is_done(), "one report wakes both waiters");
     }
 }

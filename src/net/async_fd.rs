@@ -258,11 +258,12 @@ struct Direction {
     spare: RefCell<Vec<Waiter>>,
     /// The waker of a poll-based caller, woken by the same reports as `waiters`.
     slot: RefCell<PollSlot>,
-    /// Whether our reader (or writer) is registered with the loop.
+    /// Whether our reader (or writer) is registered with the loop. Cleared by whoever removes
+    /// the registration: we (`deregister`, or `fire` with nobody waiting), or the loop
+    /// (`Watch::cancel`: a `remove_*` or `add_*` on the fd by other code, or `close()`). So it
+    /// is also the flag that skips a report of this side still queued: it may run only
+    /// while registered. A later wait registers again.
     registered: Cell<bool>,
-    /// The loop removed our registration of this side (ours, a `remove_*` on the fd, or
-    /// `close()`): a report of it still queued must not run. Cleared when we register again.
-    cancelled: Cell<bool>,
     /// The last operation found the fd drained — `WouldBlock`, or a short stream read or
     /// write — and the loop has reported no readiness since: the next operation waits for a
     /// report instead of spending a syscall on a likely `EAGAIN`.
@@ -329,10 +330,8 @@ impl State {
     /// already.
     fn register(self: &Rc<Self>, side: Side) -> io::Result<()> {
         let event_loop = self.event_loop()?;
-        let dir = self.direction(side);
-        dir.cancelled.set(false);
         event_loop.add_watcher(self.fd, side.io(), self.clone())?;
-        dir.registered.set(true);
+        self.direction(side).registered.set(true);
         Ok(())
     }
 
@@ -517,19 +516,19 @@ impl Watch for State {
     #[inline]
     fn run(&self, event_loop: &EventLoop, side: IoSide) -> bool {
         let side = Side::of(side);
-        if self.direction(side).cancelled.get() {
-            return false;
+        if !self.direction(side).registered.get() {
+            return false; // removed after the report was queued (edge case 11)
         }
         self.fire(event_loop, side);
         true
     }
 
     fn cancel(&self, side: IoSide) {
-        self.direction(Side::of(side)).cancelled.set(true);
+        self.direction(Side::of(side)).registered.set(false);
     }
 
     fn is_cancelled(&self, side: IoSide) -> bool {
-        self.direction(Side::of(side)).cancelled.get()
+        !self.direction(Side::of(side)).registered.get()
     }
 
     fn fd(&self) -> RawFd {
