@@ -240,8 +240,8 @@ per_backend! {
         let lp = new_loop(backend);
         // x is the pair whose reading end has the lower number (other tests run alongside,
         // so the later pair need not get the higher numbers).
-        let (mut ax, bx) = std::os::unix::net::UnixStream::pair().unwrap();
-        let (mut ay, by) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ax, bx) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ay, by) = std::os::unix::net::UnixStream::pair().unwrap();
         let ((mut ax, bx), (mut ay, by)) = if bx.as_raw_fd() < by.as_raw_fd() {
             ((ax, bx), (ay, by))
         } else {
