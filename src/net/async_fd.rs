@@ -535,7 +535,7 @@ impl Watch for State {
         self.fd
     }
 
-    fn location(&self, _side: IoSide) -> &'static Location<'static> {
+    fn location(&self) -> &'static Location<'static> {
         // Where the state registers itself (trace mode names readers by where they were added).
         static_location()
     }

@@ -69,7 +69,7 @@ impl<F: FnOnce(&EventLoop) + Send> RemoteCall for Posted<F> {
 /// from the registry's slot straight to the socket's state, with no closure and no
 /// allocation in between (`src/net/async_fd.rs`).
 ///
-/// A watcher is registered per side, and every method is told which side it is asked for.
+/// A watcher is registered per side, and the methods about a side are told which one.
 /// One virtual call runs a report: for a closure, `run` checks the flag and calls the
 /// closure inlined into it. That costs the scaling workload 17 instructions per write more
 /// than the former design (a closure in a box of its own, called from step 6), and saves a
@@ -87,7 +87,7 @@ pub(crate) trait Watch {
     /// The fd it watches (trace mode).
     fn fd(&self) -> RawFd;
     /// Where it was registered (debug and trace mode).
-    fn location(&self, side: Side) -> &'static Location<'static>;
+    fn location(&self) -> &'static Location<'static>;
 }
 
 /// A registered reader or writer, shared by the registry's slot and any queued report of it.
@@ -150,7 +150,7 @@ impl<F: FnMut(&EventLoop) + 'static> Watch for IoWatcher<F> {
         self.fd
     }
 
-    fn location(&self, _side: Side) -> &'static Location<'static> {
+    fn location(&self) -> &'static Location<'static> {
         self.location
     }
 }
@@ -185,7 +185,7 @@ impl Ready {
         match self {
             Ready::Callback(c) => c.location(),
             Ready::Timer(t) => t.slots.location(t.slot),
-            Ready::Io(w, side) => w.location(*side),
+            Ready::Io(w, _) => w.location(),
             Ready::Remote(r) => r.location(),
             Ready::Step(r) => r.location(),
         }

@@ -363,7 +363,7 @@ impl EventLoop {
             trace::remove_watcher(&self.inner, watch_id(w, side), w.fd(), writer);
         }
         if let Some(w) = added {
-            let at = w.location(side);
+            let at = w.location();
             trace::add_watcher(&self.inner, watch_id(w, side), w.fd(), writer, at);
         }
     }
