@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use evloop::sys::signal::Disposition;
+
 use crate::common::*;
 use crate::util::{env_parse, Rng, Snapshot};
 use crate::{serial, ChildRun};
@@ -75,6 +77,13 @@ pub(crate) fn signal_storm_child() {
     let lp = EventLoop::with_backend(backend).expect("create loop");
     watchdog(&lp, size.duration.as_secs() + 60);
     let handled = Rc::new(Cell::new(0u64));
+    // A tick the kernel generated just before the storm is disarmed below can still be on its
+    // way to another thread of this process (a process-directed signal goes to whichever
+    // thread can take it, which may not have run yet on a loaded machine) when the handler is
+    // removed. So SIGALRM is ignored first: removing the handler then restores "ignore", not
+    // the default action, and a late tick cannot kill the child.
+    evloop::sys::signal::set_disposition(libc_sigalrm(), Disposition::Ignore)
+        .expect("ignore SIGALRM before the storm");
     let h = handled.clone();
     lp.add_signal_handler(libc_sigalrm(), move |_| h.set(h.get() + 1))
         .expect("add_signal_handler(SIGALRM)");
