@@ -13,7 +13,6 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::panic::Location;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::reactor::cells::State;
@@ -298,8 +297,8 @@ impl EventLoop {
 
     /// Installs `watcher` as the `side` of `fd`: `add_reader`'s and `add_writer`'s work, and
     /// the way the net layer's `Async` registers its own state (`src/net/async_fd.rs`).
-    /// A watcher it replaces is cancelled (unless it is the same object: one that is both
-    /// sides of its fd, registering a side again).
+    /// A watcher it replaces is cancelled (an `Async` registers only when it is not
+    /// registered, and marks itself registered after this returns).
     pub(crate) fn add_watcher(&self, fd: RawFd, side: Side, watcher: WatchRef) -> io::Result<()> {
         let replaced = {
             let mut registry = self.inner.registry.borrow_mut();
@@ -327,9 +326,7 @@ impl EventLoop {
             self.trace_watchers(side, replaced.as_ref(), Some(&watcher));
         }
         if let Some(old) = replaced {
-            if !std::ptr::addr_eq(Rc::as_ptr(&old), Rc::as_ptr(&watcher)) {
-                old.cancel(side);
-            }
+            old.cancel(side);
         }
         // `replaced` (and the old closure) is dropped here, outside any borrow.
         Ok(())
