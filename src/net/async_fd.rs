@@ -81,32 +81,11 @@ use std::task::{Context, Poll, Waker};
 
 use evloop_sys::fd::{probe, set_nonblocking, FdKind};
 
-use crate::reactor::{EventLoop, IoSide, Key, Watch, WeakEventLoop};
+use crate::reactor::{EventLoop, Key, Watch, WeakEventLoop};
+// Which readiness a wait is for: the registry's own name for it, we being the fd's reader or
+// its writer.
+use crate::reactor::IoSide as Side;
 use crate::task::waker::{step_iteration, step_key, wake_task};
-
-/// Which readiness a wait is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Read,
-    Write,
-}
-
-impl Side {
-    /// The registry's name for the same side: we are the reader, or the writer.
-    fn io(self) -> IoSide {
-        match self {
-            Side::Read => IoSide::Reader,
-            Side::Write => IoSide::Writer,
-        }
-    }
-
-    fn of(side: IoSide) -> Side {
-        match side {
-            IoSide::Reader => Side::Read,
-            IoSide::Writer => Side::Write,
-        }
-    }
-}
 
 /// A task waiting for one direction: its future's id, whom to wake, and the iteration in
 /// which it parked.
@@ -297,8 +276,8 @@ struct State {
 impl State {
     fn direction(&self, side: Side) -> &Direction {
         match side {
-            Side::Read => &self.read,
-            Side::Write => &self.write,
+            Side::Reader => &self.read,
+            Side::Writer => &self.write,
         }
     }
 
@@ -330,7 +309,7 @@ impl State {
     /// already.
     fn register(self: &Rc<Self>, side: Side) -> io::Result<()> {
         let event_loop = self.event_loop()?;
-        event_loop.add_watcher(self.fd, side.io(), self.clone())?;
+        event_loop.add_watcher(self.fd, side, self.clone())?;
         self.direction(side).registered.set(true);
         Ok(())
     }
@@ -358,8 +337,8 @@ impl State {
         if would_block {
             let stats = &event_loop.inner.stats;
             let counter = match side {
-                Side::Read => &stats.reads_would_block,
-                Side::Write => &stats.writes_would_block,
+                Side::Reader => &stats.reads_would_block,
+                Side::Writer => &stats.writes_would_block,
             };
             counter.set(counter.get() + 1);
         }
@@ -387,8 +366,8 @@ impl State {
         let weak = self.event_loop.borrow().clone();
         if let Some(event_loop) = weak.and_then(|w| w.upgrade()) {
             match side {
-                Side::Read => event_loop.remove_reader(self.fd),
-                Side::Write => event_loop.remove_writer(self.fd),
+                Side::Reader => event_loop.remove_reader(self.fd),
+                Side::Writer => event_loop.remove_writer(self.fd),
             };
         }
     }
@@ -451,8 +430,8 @@ impl State {
             // level-triggered fd from queueing us every iteration.
             dir.registered.set(false);
             match side {
-                Side::Read => event_loop.remove_reader(self.fd),
-                Side::Write => event_loop.remove_writer(self.fd),
+                Side::Reader => event_loop.remove_reader(self.fd),
+                Side::Writer => event_loop.remove_writer(self.fd),
             };
         }
         for w in woken.drain(..) {
@@ -514,8 +493,7 @@ impl State {
 /// closure and no watcher object in between (`docs/16-performance.md`, round six).
 impl Watch for State {
     #[inline]
-    fn run(&self, event_loop: &EventLoop, side: IoSide) -> bool {
-        let side = Side::of(side);
+    fn run(&self, event_loop: &EventLoop, side: Side) -> bool {
         if !self.direction(side).registered.get() {
             return false; // removed after the report was queued (edge case 11)
         }
@@ -523,12 +501,12 @@ impl Watch for State {
         true
     }
 
-    fn cancel(&self, side: IoSide) {
-        self.direction(Side::of(side)).registered.set(false);
+    fn cancel(&self, side: Side) {
+        self.direction(side).registered.set(false);
     }
 
-    fn is_cancelled(&self, side: IoSide) -> bool {
-        !self.direction(Side::of(side)).registered.get()
+    fn is_cancelled(&self, side: Side) -> bool {
+        !self.direction(side).registered.get()
     }
 
     fn fd(&self) -> RawFd {
@@ -625,8 +603,8 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.state.deregister(Side::Read);
-        self.state.deregister(Side::Write);
+        self.state.deregister(Side::Reader);
+        self.state.deregister(Side::Writer);
     }
 }
 
@@ -751,7 +729,7 @@ impl<T: AsFd> Async<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn readable(&self) -> Readiness<'_> {
-        Readiness::new(&self.registration.state, Side::Read)
+        Readiness::new(&self.registration.state, Side::Reader)
     }
 
     /// Waits until the fd is reported writable (or has an error). As [`readable`](Async::readable).
@@ -778,7 +756,7 @@ impl<T: AsFd> Async<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn writable(&self) -> Readiness<'_> {
-        Readiness::new(&self.registration.state, Side::Write)
+        Readiness::new(&self.registration.state, Side::Writer)
     }
 
     /// Polls for readability, for code written against `poll_*` traits (futures-io's or
@@ -821,7 +799,7 @@ impl<T: AsFd> Async<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.registration.state.poll_slot(Side::Read, cx, false)
+        self.registration.state.poll_slot(Side::Reader, cx, false)
     }
 
     /// Polls for writability. As [`poll_readable`](Async::poll_readable), with the writer and
@@ -849,12 +827,12 @@ impl<T: AsFd> Async<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn poll_writable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.registration.state.poll_slot(Side::Write, cx, false)
+        self.registration.state.poll_slot(Side::Writer, cx, false)
     }
 
     /// The body of every operation, written as a poll function: runs `op` until it does not
     /// answer `WouldBlock` (`Interrupted` is retried at once); on `WouldBlock` polls `wait`
-    /// for readiness of `side` (readable for `Side::Read`), and returns `Pending` if it is
+    /// for readiness of `side` (readable for `Side::Reader`), and returns `Pending` if it is
     /// not there. With [`Wait::Slot`], an operation that completes ends its caller's wait in
     /// the slot (a later `WouldBlock` parks afresh).
     ///
@@ -905,14 +883,14 @@ impl<T: AsFd> Async<T> {
     /// `recv` that would answer `EAGAIN` (tokio's heuristic). Level-triggered readiness
     /// keeps it safe: data that arrives meanwhile is reported by the next poll.
     pub(crate) fn clear_readable(&self) {
-        self.registration.state.drained(Side::Read, false);
+        self.registration.state.drained(Side::Reader, false);
     }
 
     /// A short stream write (fewer bytes than given) filled the socket's send buffer: the
     /// next write waits for the loop to report the fd writable. As
     /// [`clear_readable`](Async::clear_readable).
     pub(crate) fn clear_writable(&self) {
-        self.registration.state.drained(Side::Write, false);
+        self.registration.state.drained(Side::Writer, false);
     }
 
     /// [`poll_op`](Async::poll_op) for reading: on `WouldBlock`, waits for readability.
@@ -922,7 +900,7 @@ impl<T: AsFd> Async<T> {
         wait: &mut Wait<'a>,
         op: impl FnMut(&T) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        self.poll_op(cx, wait, Side::Read, op)
+        self.poll_op(cx, wait, Side::Reader, op)
     }
 
     /// [`poll_op`](Async::poll_op) for writing: on `WouldBlock`, waits for writability.
@@ -932,7 +910,7 @@ impl<T: AsFd> Async<T> {
         wait: &mut Wait<'a>,
         op: impl FnMut(&T) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        self.poll_op(cx, wait, Side::Write, op)
+        self.poll_op(cx, wait, Side::Writer, op)
     }
 
     /// Runs `op` until it does not answer `WouldBlock`, awaiting readability after each
@@ -1005,13 +983,13 @@ impl<T: AsFd> Async<T> {
             if attempt {
                 match op(&mut self.io) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        state.drained(Side::Read, true)
+                        state.drained(Side::Reader, true)
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     result => return result,
                 }
             }
-            Readiness::after_drain(state, Side::Read).await?;
+            Readiness::after_drain(state, Side::Reader).await?;
             attempt = true;
         }
     }
@@ -1081,13 +1059,13 @@ impl<T: AsFd> Async<T> {
             if attempt {
                 match op(&mut self.io) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        state.drained(Side::Write, true)
+                        state.drained(Side::Writer, true)
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     result => return result,
                 }
             }
-            Readiness::after_drain(state, Side::Write).await?;
+            Readiness::after_drain(state, Side::Writer).await?;
             attempt = true;
         }
     }
