@@ -8,7 +8,7 @@
 //! its timer queue was made) and a deadline becomes the nanoseconds from it:
 //!
 //! ```text
-//!  call_at(when)            -> encode(epoch, when)        one subtraction of instants
+//!  call_at(when)            -> encode(epoch, when)        the instant's fields, read once
 //!  call_later(delay)        -> encode(epoch, now) + delay  no Instant addition
 //!  TimerHandle::when()      -> decode(epoch, key)          only when asked
 //!  expiry at clock reading t -> every key <= encode(epoch, t)
@@ -17,7 +17,21 @@
 //! The key is biased by 2^63 so that instants *before* the epoch (a `call_at` in the past)
 //! keep their order. It is exact for ±292 years around the epoch; beyond that it saturates,
 //! a deadline that is "never" anyway, and `when()` then reports the far end of that range.
+//!
+//! **Reading an instant.** The standard library's way from an `Instant` to a number is a
+//! subtraction (`checked_duration_since`): a call into std that normalises a `Duration`,
+//! about 55 instructions, then its conversion to nanoseconds. That ran on every `call_at`,
+//! every `call_later` and every expiry. An `Instant` does show its fields to one thing, its
+//! `Hash` implementation, which feeds the clock reading's seconds and nanoseconds to the
+//! hasher: a hasher that keeps them ([`FieldReader`]) reads an instant in a few
+//! instructions, and the key is then integer arithmetic. What `Hash` feeds is not a
+//! documented representation, so [`Epoch::new`] checks it once per loop: the fields must come
+//! as exactly one 64-bit and one 32-bit value below 10^9, and the keys they give must equal
+//! the subtraction's for instants on both sides of the epoch, with and without a carry in
+//! the nanoseconds. If anything differs (another platform, a future std), the loop keeps
+//! std's subtraction: slower, never wrong. `docs/16-performance.md` has the figures.
 
+use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 /// The key of the epoch itself; smaller keys are instants before it.
@@ -31,10 +45,127 @@ pub(crate) fn ns(d: Duration) -> u64 {
         .saturating_add(u64::from(d.subsec_nanos()))
 }
 
-/// The key of `when`: nanoseconds from `epoch`, biased ([`BIAS`]). One subtraction of
-/// instants on the common path (a deadline after the epoch): this runs on every `call_at`.
+/// The instant deadline keys count from, with its fields when reading them was found to
+/// agree with std's arithmetic ([`Epoch::new`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Epoch {
+    instant: Instant,
+    /// The epoch's (seconds, nanoseconds) as its `Hash` feeds them; `None`: encode with
+    /// std's subtraction.
+    fields: Option<(i64, u32)>,
+}
+
+impl Epoch {
+    /// The epoch `instant`; reading instants' fields is used if it gives the same keys as
+    /// std's subtraction for a set of probe instants around it (module docs).
+    pub(crate) fn new(instant: Instant) -> Epoch {
+        let candidate = Epoch {
+            instant,
+            fields: fields(instant),
+        };
+        let agrees = candidate.fields.is_some()
+            && probes(instant).all(|when| {
+                fields(when).is_some() && encode(candidate, when) == encode_std(instant, when)
+            });
+        Epoch {
+            instant,
+            fields: candidate.fields.filter(|_| agrees),
+        }
+    }
+
+    /// Whether instants are read through their fields (the fast way) here.
+    #[cfg(test)]
+    pub(crate) fn reads_fields(&self) -> bool {
+        self.fields.is_some()
+    }
+}
+
+/// Instants on both sides of `epoch` for [`Epoch::new`]'s check: whole and fractional
+/// seconds (so that, whatever the epoch's nanoseconds, some differences borrow and some do
+/// not), and the far ends of the key range.
+fn probes(epoch: Instant) -> impl Iterator<Item = Instant> {
+    const OFFSETS_NS: [u64; 7] = [
+        0,
+        1,
+        300_000_000,
+        900_000_000,
+        1_500_000_007,
+        86_400_000_000_123,
+        300 * 365 * 86_400 * 1_000_000_000,
+    ];
+    OFFSETS_NS.into_iter().flat_map(move |ns| {
+        let d = Duration::from_nanos(ns);
+        [epoch.checked_add(d), epoch.checked_sub(d)]
+            .into_iter()
+            .flatten()
+    })
+}
+
+/// A hasher that keeps what an `Instant`'s `Hash` feeds it: one 64-bit value (the seconds)
+/// and then one 32-bit value (the nanoseconds). Anything else marks the reading unusable.
+#[derive(Default)]
+struct FieldReader {
+    seconds: Option<i64>,
+    nanos: Option<u32>,
+    unexpected: bool,
+}
+
+impl Hasher for FieldReader {
+    fn finish(&self) -> u64 {
+        0 // never asked: only the fields matter
+    }
+    fn write(&mut self, _: &[u8]) {
+        self.unexpected = true;
+    }
+    fn write_u64(&mut self, n: u64) {
+        if self.seconds.is_none() && self.nanos.is_none() {
+            self.seconds = Some(n as i64); // `write_i64` arrives here as its bits
+        } else {
+            self.unexpected = true;
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        if self.seconds.is_some() && self.nanos.is_none() {
+            self.nanos = Some(n);
+        } else {
+            self.unexpected = true;
+        }
+    }
+}
+
+/// `when`'s (seconds, nanoseconds), if its `Hash` feeds them in the expected shape. Inlined,
+/// the hasher's bookkeeping folds away: what is left is two loads.
+#[inline(always)]
+fn fields(when: Instant) -> Option<(i64, u32)> {
+    let mut reader = FieldReader::default();
+    when.hash(&mut reader);
+    match reader {
+        FieldReader {
+            seconds: Some(s),
+            nanos: Some(n),
+            unexpected: false,
+        } if n < 1_000_000_000 => Some((s, n)),
+        _ => None,
+    }
+}
+
+/// The key of `when`: nanoseconds from `epoch`, biased ([`BIAS`]), saturating at both ends.
+/// Runs on every `call_at`, every `call_later` and every expiry: integer arithmetic on the
+/// two instants' fields where [`Epoch::new`] found that exact, else std's subtraction.
 #[inline]
-pub(crate) fn encode(epoch: Instant, when: Instant) -> u64 {
+pub(crate) fn encode(epoch: Epoch, when: Instant) -> u64 {
+    if let (Some((s0, n0)), Some((s, n))) = (epoch.fields, fields(when)) {
+        let d = (i128::from(s) - i128::from(s0)) * 1_000_000_000 + i128::from(n) - i128::from(n0);
+        let key = (d + i128::from(BIAS)).clamp(0, i128::from(u64::MAX));
+        return u64::try_from(key).unwrap_or(u64::MAX);
+    }
+    encode_std(epoch.instant, when)
+}
+
+/// [`encode`] by std's subtraction of instants: the reference the fast way is checked
+/// against, and the way wherever that check fails.
+#[cold]
+fn encode_std(epoch: Instant, when: Instant) -> u64 {
     match when.checked_duration_since(epoch) {
         Some(after) => BIAS.saturating_add(ns(after)),
         None => BIAS - ns(epoch.duration_since(when)).min(BIAS),
@@ -43,7 +174,8 @@ pub(crate) fn encode(epoch: Instant, when: Instant) -> u64 {
 
 /// The instant of `key`: the inverse of [`encode`] within its ±292 years; a saturated key
 /// gives the far end of that range.
-pub(crate) fn decode(epoch: Instant, key: u64) -> Instant {
+pub(crate) fn decode(epoch: Epoch, key: u64) -> Instant {
+    let epoch = epoch.instant;
     if key >= BIAS {
         let d = Duration::from_nanos(key - BIAS);
         epoch
@@ -61,13 +193,14 @@ mod tests {
 
     #[test]
     fn keys_round_trip_and_keep_the_order_of_instants() {
-        let epoch = Instant::now();
+        let start = Instant::now();
+        let epoch = Epoch::new(start);
         let instants = [
-            epoch.checked_sub(Duration::from_secs(1)).unwrap_or(epoch),
-            epoch,
-            epoch + Duration::from_nanos(1),
-            epoch + Duration::from_millis(1500),
-            epoch + Duration::from_secs(100 * 365 * 24 * 3600),
+            start.checked_sub(Duration::from_secs(1)).unwrap_or(start),
+            start,
+            start + Duration::from_nanos(1),
+            start + Duration::from_millis(1500),
+            start + Duration::from_secs(100 * 365 * 24 * 3600),
         ];
         for w in instants.windows(2) {
             assert!(encode(epoch, w[0]) <= encode(epoch, w[1]));
@@ -79,8 +212,9 @@ mod tests {
 
     #[test]
     fn a_delay_added_to_a_key_is_the_key_of_the_later_instant() {
-        let epoch = Instant::now();
-        let now = epoch + Duration::from_millis(7);
+        let start = Instant::now();
+        let epoch = Epoch::new(start);
+        let now = start + Duration::from_millis(7);
         for delay in [
             Duration::ZERO,
             Duration::from_nanos(3),
@@ -96,10 +230,71 @@ mod tests {
 
     #[test]
     fn a_deadline_beyond_the_range_saturates() {
-        let epoch = Instant::now();
-        let far = epoch + Duration::from_secs(400 * 365 * 24 * 3600);
+        let start = Instant::now();
+        let epoch = Epoch::new(start);
+        let far = start + Duration::from_secs(400 * 365 * 24 * 3600);
         assert_eq!(encode(epoch, far), u64::MAX);
         let back = decode(epoch, u64::MAX);
-        assert!(back < far && back > epoch + Duration::from_secs(290 * 365 * 24 * 3600));
+        assert!(back < far && back > start + Duration::from_secs(290 * 365 * 24 * 3600));
+    }
+
+    /// The fast encoding against std's subtraction, for instants spread over the key range
+    /// on both sides of the epoch (a seeded sequence, so a failure repeats).
+    #[test]
+    fn reading_the_fields_gives_the_keys_of_std_subtraction() {
+        let start = Instant::now();
+        // The fast way itself, without `Epoch::new`'s check (which would fall back).
+        let Some(start_fields) = fields(start) else {
+            return; // no fields to read on this platform: `Epoch::new` keeps std's way
+        };
+        let epoch = Epoch {
+            instant: start,
+            fields: Some(start_fields),
+        };
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for i in 0..20_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Offsets from nanoseconds to centuries: a random magnitude, then a random value.
+            let magnitude = (x >> 58) as u32; // 0..64
+            let offset = Duration::from_nanos((x >> 3) >> (63 - magnitude.min(63)));
+            let when = if i % 2 == 0 {
+                start.checked_add(offset)
+            } else {
+                start.checked_sub(offset)
+            };
+            let Some(when) = when else { continue };
+            assert_eq!(
+                encode(epoch, when),
+                encode_std(start, when),
+                "{offset:?} {}",
+                if i % 2 == 0 { "after" } else { "before" }
+            );
+        }
+    }
+
+    /// On Unix, std's `Instant` hashes as the clock reading's seconds, then nanoseconds, so
+    /// the fast way is on. If this fails, std changed what an `Instant` feeds its hasher:
+    /// the loop still works (std's subtraction), but every `call_at`, `call_later` and expiry
+    /// costs about a hundred instructions more (`docs/16-performance.md`).
+    #[cfg(unix)]
+    #[test]
+    fn instants_are_read_through_their_fields_here() {
+        assert!(Epoch::new(Instant::now()).reads_fields());
+    }
+
+    /// A hasher fed in another shape is refused, whatever the values.
+    #[test]
+    fn an_unexpected_shape_is_refused() {
+        let mut reader = FieldReader::default();
+        reader.write_u32(5);
+        reader.write_u64(7);
+        assert!(reader.unexpected);
+        let mut reader = FieldReader::default();
+        reader.write_u64(7);
+        reader.write_u32(5);
+        reader.write_u8(1);
+        assert!(reader.unexpected);
     }
 }

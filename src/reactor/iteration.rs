@@ -115,14 +115,13 @@ impl EventLoop {
         } else if inner.stopping.get() {
             (Some(Duration::ZERO), "stop() was called")
         } else {
-            let next = inner.timers.borrow_mut().next_deadline();
             match inner.clock.as_virtual() {
-                Some(clock) => self.virtual_timeout(registry, clock, next),
-                None => match next {
-                    Some(when) => (
-                        Some(when.saturating_duration_since(Instant::now())),
-                        "next timer",
-                    ),
+                Some(clock) => {
+                    let next = inner.timers.borrow_mut().next_deadline();
+                    self.virtual_timeout(registry, clock, next)
+                }
+                None => match inner.timers.borrow_mut().timeout(Instant::now) {
+                    Some(timeout) => (Some(timeout), "next timer"),
                     None => (None, "nothing scheduled: block until I/O or a wake-up"),
                 },
             }

@@ -44,6 +44,7 @@ use std::time::Instant;
 
 use crate::reactor::by_type::ByType;
 use crate::reactor::cells::State;
+use crate::reactor::deadline::Epoch;
 use crate::reactor::EventLoop;
 
 /// What a cancelled timer tells the structured trace, which implements it
@@ -57,7 +58,7 @@ pub(crate) trait CancelTrace {
 pub(crate) struct TimerSlots {
     /// The instant deadline keys count from (`deadline.rs`): a handle keeps its timer's key,
     /// 8 bytes, and turns it back into an `Instant` only when asked.
-    pub(crate) epoch: Instant,
+    pub(crate) epoch: Epoch,
     pub(crate) table: RefCell<SlotTable>,
     /// The closure stores, one per closure type (`by_type.rs`); a slot names its store by
     /// number.
@@ -232,7 +233,7 @@ impl TimerSlots {
     /// An empty table whose deadline keys count from `epoch`.
     pub(crate) fn new(epoch: Instant) -> TimerSlots {
         TimerSlots {
-            epoch,
+            epoch: Epoch::new(epoch),
             table: RefCell::default(),
             stores: ByType::default(),
             cancelled_total: Cell::default(),

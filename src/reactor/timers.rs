@@ -284,21 +284,39 @@ impl Timers {
     /// Drops cancelled entries from the top; returns the earliest live deadline.
     #[inline]
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        let key = self.next_key()?;
+        Some(decode(self.slots.epoch, key))
+    }
+
+    /// How long from the clock reading `now()` until the earliest live deadline (zero if it
+    /// is past); `None` with no live timer, and then no clock is read. In keys, so that no
+    /// `Instant` arithmetic runs (`deadline.rs`): step 2 asks this on every iteration that
+    /// has a timer pending.
+    #[inline]
+    pub(crate) fn timeout(&mut self, now: impl FnOnce() -> Instant) -> Option<Duration> {
+        let key = self.next_key()?;
+        let now = encode(self.slots.epoch, now());
+        Some(Duration::from_nanos(key.saturating_sub(now)))
+    }
+
+    /// Drops cancelled entries from the top; returns the earliest live deadline's key.
+    #[inline]
+    fn next_key(&mut self) -> Option<u64> {
         if self.heap.len() == 0 {
             return None; // the common case of a loop without timers: no call, no borrow
         }
-        self.next_live_deadline()
+        self.next_live_key()
     }
 
     #[inline(never)]
-    fn next_live_deadline(&mut self) -> Option<Instant> {
+    fn next_live_key(&mut self) -> Option<u64> {
         let mut table = self.slots.table.borrow_mut();
         while let Some(top) = self.heap.peek() {
             if table.is_cancelled(top.slot()) {
                 self.heap.pop();
                 table.drop_cancelled(top.slot()); // its closure was dropped by `cancel`
             } else {
-                return Some(decode(self.slots.epoch, top.key));
+                return Some(top.key);
             }
         }
         None
