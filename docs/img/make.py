@@ -218,7 +218,7 @@ def iteration():
     g.text(hx + hw / 2, hy + 39, "call_later, call_at", "m", "middle")
     x2, y2 = centres[1]
     g.arrow(hx + hw - 20, hy, x2 - 40, y2 + bh / 2 + 2, "tm")
-    g.text(396, 200, "next_deadline", "m mu", "end")
+    g.text(396, 200, "timeout", "m mu", "end")
     x5, y5 = centres[4]
     g.arrow(hx + 30, hy + hh, x5 + 10, y5 - bh / 2 - 2, "tm")
     g.text(166, 318, "expire", "m mu")

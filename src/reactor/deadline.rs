@@ -53,6 +53,10 @@ pub(crate) struct Epoch {
     /// The epoch's (seconds, nanoseconds) as its `Hash` feeds them; `None`: encode with
     /// std's subtraction.
     fields: Option<(i64, u32)>,
+    /// The epoch in nanoseconds of `evloop_sys::clock::monotonic_ns`, when that was found to
+    /// be the clock of `Instant` here: a reading of it is then a key with no `Instant` made
+    /// at all ([`Epoch::key_of_reading`]).
+    reading: Option<u64>,
 }
 
 impl Epoch {
@@ -62,14 +66,29 @@ impl Epoch {
         let candidate = Epoch {
             instant,
             fields: fields(instant),
+            reading: None,
         };
         let agrees = candidate.fields.is_some()
             && probes(instant).all(|when| {
                 fields(when).is_some() && encode(candidate, when) == encode_std(instant, when)
             });
+        let fields = candidate.fields.filter(|_| agrees);
         Epoch {
             instant,
-            fields: candidate.fields.filter(|_| agrees),
+            fields,
+            reading: fields.and_then(|f| same_clock(as_reading(f))),
+        }
+    }
+
+    /// The key of `reading`, a value of `evloop_sys::clock::monotonic_ns` just taken: the
+    /// loop's clock reading for its timers. Where that clock was not found to be `Instant`'s
+    /// ([`Epoch::new`]), the reading is not used and `Instant::now()` is encoded instead:
+    /// slower, never wrong.
+    #[inline]
+    pub(crate) fn key_of_reading(self, reading: u64) -> u64 {
+        match self.reading {
+            Some(epoch) => BIAS.saturating_add(reading.saturating_sub(epoch)),
+            None => encode(self, Instant::now()),
         }
     }
 
@@ -99,6 +118,26 @@ fn probes(epoch: Instant) -> impl Iterator<Item = Instant> {
             .into_iter()
             .flatten()
     })
+}
+
+/// An instant's fields as nanoseconds of its clock (what `monotonic_ns` would have read),
+/// if that fits in a `u64`.
+fn as_reading((seconds, nanos): (i64, u32)) -> Option<u64> {
+    u64::try_from(seconds)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::from(nanos))
+}
+
+/// `Some(epoch)` if `evloop_sys::clock::monotonic_ns` reads the clock `Instant` reads: a
+/// reading taken between two instants must fall between them (the epoch is one of them,
+/// taken before). A different clock would be off by far more than the nanoseconds between
+/// the reads, whenever the two clocks have ever drifted apart.
+fn same_clock(epoch: Option<u64>) -> Option<u64> {
+    let epoch = epoch?;
+    let reading = evloop_sys::clock::monotonic_ns();
+    let after = as_reading(fields(Instant::now())?)?;
+    (epoch <= reading && reading <= after).then_some(epoch)
 }
 
 /// A hasher that keeps what an `Instant`'s `Hash` feeds it: one 64-bit value (the seconds)
@@ -250,6 +289,7 @@ mod tests {
         let epoch = Epoch {
             instant: start,
             fields: Some(start_fields),
+            reading: None,
         };
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for i in 0..20_000u32 {
@@ -296,5 +336,27 @@ mod tests {
         reader.write_u32(5);
         reader.write_u8(1);
         assert!(reader.unexpected);
+    }
+
+    /// A reading of `monotonic_ns` lands between the keys of the instants read around it:
+    /// so a timer expired on a reading never fires before its `Instant` deadline.
+    #[test]
+    fn a_clock_reading_falls_between_the_instants_read_around_it() {
+        let epoch = Epoch::new(Instant::now());
+        for _ in 0..1_000 {
+            let before = Instant::now();
+            let reading = evloop_sys::clock::monotonic_ns();
+            let after = Instant::now();
+            let key = epoch.key_of_reading(reading);
+            assert!(encode(epoch, before) <= key && key <= encode(epoch, after));
+        }
+    }
+
+    /// On Unix, `monotonic_ns` reads the clock `Instant` reads, so readings are used as they
+    /// are. If this fails, the loop still works (it makes an `Instant` for each reading).
+    #[cfg(unix)]
+    #[test]
+    fn clock_readings_are_used_without_an_instant_here() {
+        assert!(Epoch::new(Instant::now()).reading.is_some());
     }
 }

@@ -40,6 +40,7 @@ use crate::reactor::event_loop::{bump, closed_error, StatsCells};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::RemoteItem;
+use crate::reactor::timers::Now;
 use crate::reactor::trace;
 use crate::reactor::{EventLoop, Inner};
 
@@ -61,10 +62,10 @@ impl EventLoop {
         let registry = guard.as_mut().ok_or_else(|| closed_error("run"))?;
         self.flush_interest(registry, pass);
         let timeout = self.choose_timeout(registry, pass, nowait);
-        let posted = self.wait(registry, pass, timeout)?;
+        let (posted, after) = self.wait(registry, pass, timeout)?;
         self.dispatch_io(registry, pass, posted);
         drop(guard);
-        self.expire_timers(pass);
+        self.expire_timers(pass, after);
         self.run_ready(pass);
         Ok(())
     }
@@ -120,10 +121,18 @@ impl EventLoop {
                     let next = inner.timers.borrow_mut().next_deadline();
                     self.virtual_timeout(registry, clock, next)
                 }
-                None => match inner.timers.borrow_mut().timeout(Instant::now) {
-                    Some(timeout) => (Some(timeout), "next timer"),
-                    None => (None, "nothing scheduled: block until I/O or a wake-up"),
-                },
+                None => {
+                    // The clock is read only if a timer is pending: as plain nanoseconds, with
+                    // no `Instant` made (`deadline.rs`).
+                    let timeout = inner
+                        .timers
+                        .borrow_mut()
+                        .timeout(|| Now::Reading(clock::monotonic_ns()));
+                    match timeout {
+                        Some(timeout) => (Some(timeout), "next timer"),
+                        None => (None, "nothing scheduled: block until I/O or a wake-up"),
+                    }
+                }
             }
         };
         if pass.trace {
@@ -174,21 +183,26 @@ impl EventLoop {
     }
 
     /// Step 3: wait in the selector. A wait that could block is timed into
-    /// `Stats::time_blocked` (two reads of the monotonic clock as plain nanoseconds); a
-    /// zero-timeout poll costs no clock read at all (two would cost as much as the poll).
+    /// `Stats::time_blocked` (two reads of the monotonic clock as plain nanoseconds); the
+    /// reading after the wait is returned too, for step 5 to expire the timers with, and 0
+    /// stands for "no reading" (the monotonic clock is far past 0 once any process runs; were
+    /// it not, step 5 would only read the clock again). A zero-timeout poll costs no clock read
+    /// at all (two would cost as much as the poll).
     ///
     /// A wait that may not block, on a loop that watches no fd, is not made at all: it could
     /// only report the waker, and whether another thread posted is a flag the loop can read
     /// without a syscall (`docs/03-one-iteration.md`, "A poll with nothing to poll").
-    /// Returns whether that flag was set (then step 4 takes the remote queue); `false` after
-    /// a real wait, whose events say it.
+    /// Returns whether that flag was set (then step 4 takes the remote queue; `false` after a
+    /// real wait, whose events say it), and the reading after the wait. The reading is a plain
+    /// `u64` rather than an `Option`: with the `Option`, the iteration without timers ran 13
+    /// instructions more (`docs/16-performance.md`).
     #[inline]
     fn wait(
         &self,
         registry: &mut Registry,
         pass: Pass,
         timeout: Option<Duration>,
-    ) -> io::Result<bool> {
+    ) -> io::Result<(bool, u64)> {
         let inner = &*self.inner;
         if timeout == Some(Duration::ZERO) && registry.watches_nothing() {
             registry.skip_select();
@@ -196,18 +210,15 @@ impl EventLoop {
             if pass.trace {
                 trace::wait(inner, pass.iteration, &[], -1, Duration::ZERO, true);
             }
-            return Ok(posted);
+            return Ok((posted, 0));
         }
         // The time spent in a wait that could block, as plain nanoseconds (`Instant`'s checked
         // arithmetic would cost more than the two clock reads).
         let timed = timeout != Some(Duration::ZERO);
         let before = if timed { clock::monotonic_ns() } else { 0 };
         registry.select(timeout)?;
-        let blocked = if timed {
-            clock::monotonic_ns().saturating_sub(before)
-        } else {
-            0
-        };
+        let after = if timed { clock::monotonic_ns() } else { 0 };
+        let blocked = after.saturating_sub(before);
         bump(&inner.stats.time_blocked_ns, blocked);
         if pass.trace {
             let events: Vec<_> = registry.events().iter().copied().collect();
@@ -215,7 +226,7 @@ impl EventLoop {
             let waker = registry.waker_fd();
             trace::wait(inner, pass.iteration, &events, waker, blocked, false);
         }
-        Ok(false)
+        Ok((false, after))
     }
 
     /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired (or, with
@@ -237,10 +248,11 @@ impl EventLoop {
         }
     }
 
-    /// Step 5: queue the expired timers, on a fresh clock reading (never early); with no
-    /// timer at all, no clock is read.
+    /// Step 5: queue the expired timers, on a fresh clock reading (never early): step 3's
+    /// reading right after a wait that could block, else one made now; with no timer at all,
+    /// no clock is read.
     #[inline]
-    fn expire_timers(&self, pass: Pass) {
+    fn expire_timers(&self, pass: Pass, after_wait: u64) {
         let inner = &*self.inner;
         let (fired, before) = {
             let mut timers = inner.timers.borrow_mut();
@@ -251,9 +263,16 @@ impl EventLoop {
                 }
                 return;
             }
-            // Read after the wait and the dispatch: never earlier than any clock reading the
-            // callbacks of this pass could have made before.
-            let now = inner.clock.now();
+            // Read after the wait: never earlier than any clock reading the callbacks that
+            // ran before it could have made (no callback runs in steps 3 and 4).
+            let now = match inner.clock.as_virtual() {
+                Some(virtual_clock) => Now::At(virtual_clock.now()),
+                None => Now::Reading(if after_wait != 0 {
+                    after_wait
+                } else {
+                    clock::monotonic_ns()
+                }),
+            };
             let mut ready = inner.ready.borrow_mut();
             let before = ready.len();
             let fired = timers.expire(now, &mut ready);

@@ -35,7 +35,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::reactor::deadline::{decode, encode, ns};
+use crate::reactor::deadline::{decode, encode, ns, Epoch};
 use crate::reactor::handle::TimerHandle;
 use crate::reactor::ready::{Ready, TimerRef};
 use crate::reactor::timer_slots::TimerSlots;
@@ -48,6 +48,33 @@ pub(crate) const COMPACT_MIN: usize = 100;
 /// O(n) for n/4 cancelled entries (amortised O(1) each), popping them would cost O(log n)
 /// each, and memory stays within 4/3 of the live timers.
 const COMPACT_FRACTION: usize = 4;
+
+/// The time as the loop gives it to its timers (steps 2 and 5).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Now {
+    /// A value of `evloop_sys::clock::monotonic_ns` just read: the real clock, with no
+    /// `Instant` made ([`Epoch::key_of_reading`]).
+    Reading(u64),
+    /// An instant: the virtual clock's time, or a test's.
+    At(Instant),
+}
+
+impl Now {
+    /// The deadline key of this time.
+    #[inline]
+    fn key(self, epoch: Epoch) -> u64 {
+        match self {
+            Now::Reading(ns) => epoch.key_of_reading(ns),
+            Now::At(instant) => encode(epoch, instant),
+        }
+    }
+}
+
+impl From<Instant> for Now {
+    fn from(instant: Instant) -> Now {
+        Now::At(instant)
+    }
+}
 
 /// How many due timers [`Timers::expire`] takes off the heap before it reads their slots.
 const EXPIRE_BATCH: usize = 32;
@@ -288,14 +315,13 @@ impl Timers {
         Some(decode(self.slots.epoch, key))
     }
 
-    /// How long from the clock reading `now()` until the earliest live deadline (zero if it
-    /// is past); `None` with no live timer, and then no clock is read. In keys, so that no
-    /// `Instant` arithmetic runs (`deadline.rs`): step 2 asks this on every iteration that
-    /// has a timer pending.
+    /// How long from `now()` until the earliest live deadline (zero if it is past); `None`
+    /// with no live timer, and then `now` is not called. In keys, so that no `Instant`
+    /// arithmetic runs (`deadline.rs`): step 2 asks this on every blocking iteration.
     #[inline]
-    pub(crate) fn timeout(&mut self, now: impl FnOnce() -> Instant) -> Option<Duration> {
+    pub(crate) fn timeout(&mut self, now: impl FnOnce() -> Now) -> Option<Duration> {
         let key = self.next_key()?;
-        let now = encode(self.slots.epoch, now());
+        let now = now().key(self.slots.epoch);
         Some(Duration::from_nanos(key.saturating_sub(now)))
     }
 
@@ -331,10 +357,10 @@ impl Timers {
     /// miss), so the processor overlaps the misses instead of waiting for each behind the
     /// heap's own work. On the one-million-timer benchmark this took the time per fired timer
     /// from 820 ns to 585, against libev's 526 (`docs/16-performance.md`).
-    pub(crate) fn expire(&mut self, now: Instant, ready: &mut VecDeque<Ready>) -> usize {
+    pub(crate) fn expire(&mut self, now: impl Into<Now>, ready: &mut VecDeque<Ready>) -> usize {
         // Cancelled entries are cheaper to sweep in one pass than to pop one by one.
         self.maybe_compact();
-        let now = encode(self.slots.epoch, now);
+        let now = now.into().key(self.slots.epoch);
         let mut table = self.slots.table.borrow_mut();
         let mut fired = 0;
         let mut batch = [0u32; EXPIRE_BATCH];
