@@ -20,7 +20,7 @@ use crate::reactor::event_loop::{closed_error, closed_panic, forked_error, MAX_D
 use crate::reactor::handle::{Handle, TimerHandle};
 use crate::reactor::ready::{watch_id, IoWatcher, Ready, WatchRef};
 use crate::reactor::registry::Side;
-use crate::reactor::timers::Timers;
+use crate::reactor::timers::{Now, Timers};
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
 
@@ -110,9 +110,14 @@ impl EventLoop {
         delay: Duration,
         callback: impl FnOnce(&EventLoop) + 'static,
     ) -> TimerHandle {
-        // The deadline's key straight from the clock reading and the delay: no `Instant`
-        // addition (`deadline.rs`).
-        let when = When::After(self.time(), delay.min(MAX_DELAY));
+        // The deadline's key straight from a clock reading and the delay: no `Instant` made
+        // or added to (`deadline.rs`). The same reading `time()` would give, as plain
+        // nanoseconds.
+        let now = match self.inner.clock.as_virtual() {
+            Some(virtual_clock) => Now::At(virtual_clock.now()),
+            None => Now::Reading(evloop_sys::clock::monotonic_ns()),
+        };
+        let when = When::After(now, delay.min(MAX_DELAY));
         self.schedule_at(when, callback, Location::caller())
     }
 
@@ -417,8 +422,8 @@ enum When {
     /// An instant.
     At(Instant),
     /// A delay after a clock reading: its key is the reading's plus the delay, with no
-    /// `Instant` addition (`deadline.rs`).
-    After(Instant, Duration),
+    /// `Instant` made or added to (`deadline.rs`).
+    After(Now, Duration),
 }
 
 impl When {

@@ -266,8 +266,8 @@ impl Timers {
     /// in nanoseconds. The same key as [`key_at`](Timers::key_at)`(now + delay)` wherever
     /// keys are exact (±292 years around the epoch).
     #[inline]
-    pub(crate) fn key_after(&self, now: Instant, delay: Duration) -> u64 {
-        encode(self.slots.epoch, now).saturating_add(ns(delay))
+    pub(crate) fn key_after(&self, now: impl Into<Now>, delay: Duration) -> u64 {
+        now.into().key(self.slots.epoch).saturating_add(ns(delay))
     }
 
     /// Schedules `callback` at the deadline whose key is `key` ([`key_at`](Timers::key_at),
