@@ -41,6 +41,34 @@ per_backend! {
         }
     }
 
+    fn edge_42_timers_at_an_instant_never_fire_before_it(backend: Backend) {
+        // call_at keys its deadline from the Instant; the loop expires timers on plain clock
+        // readings (docs/05-timers.md): no timer may run before its Instant.
+        let lp = new_loop(backend);
+        let early = Rc::new(RefCell::new(Vec::new()));
+        let remaining = Rc::new(Cell::new(0));
+        for round in 0..10u64 {
+            for us in [0u64, 1, 7, 50, 333, 1_000, 1_001, 2_500] {
+                let when = lp.time() + Duration::from_micros(us) + Duration::from_nanos(round);
+                let (early, remaining) = (early.clone(), remaining.clone());
+                remaining.set(remaining.get() + 1);
+                lp.call_at(when, move |lp| {
+                    let now = lp.time();
+                    if now < when {
+                        early.borrow_mut().push(when - now);
+                    }
+                    remaining.set(remaining.get() - 1);
+                    if remaining.get() == 0 {
+                        lp.stop();
+                    }
+                });
+            }
+        }
+        lp.run_forever().unwrap();
+        assert_eq!(remaining.get(), 0);
+        assert!(early.borrow().is_empty(), "fired early by {:?}", early.borrow());
+    }
+
     fn edge_03_sub_millisecond_timer_does_not_spin(backend: Backend) {
         // 0.3 ms rounded *down* would be a zero timeout, and the loop would spin until the
         // deadline. Rounded up, it takes a couple of iterations at most.
@@ -226,7 +254,10 @@ per_backend! {
         let lp = new_loop(backend);
         let t0 = lp.time();
         let h = lp.call_later(Duration::from_millis(3), |_| {});
+        let t1 = lp.time();
+        // The deadline is a clock reading taken inside call_later, plus the delay.
         assert!(h.when() >= t0 + Duration::from_millis(3));
+        assert!(h.when() <= t1 + Duration::from_millis(3));
         let dbg = format!("{h:?}");
         assert!(dbg.contains("Scheduled") && dbg.contains("timers.rs"), "{dbg}");
         assert!(!h.is_done() && !h.is_cancelled());
