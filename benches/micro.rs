@@ -8,7 +8,9 @@
 //! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N [later]` (N timers with deadlines in [0, 1 s): insert, cancel every other,
 //! fire the rest; process CPU time per phase; `later`: inserted with `call_later` instead of
 //! `call_at`), `-- tasks N` (spawn N trivial tasks, then await
-//! each), `-- xthread N` (another thread posts with
+//! each), `-- ping N [timer]` (N blocking iterations, each woken by one fd pinging itself;
+//! `timer`: with a far timer pending; CPU time per iteration; evloop's own, no peer runs it),
+//! `-- xthread N` (another thread posts with
 //! `call_soon_threadsafe`, the loop's callback replies over a std channel; round-trip times).
 
 use std::cell::Cell;
@@ -169,6 +171,53 @@ fn tasks(n: usize) {
     emit("tasks", "ns_per_task_total", total_ns / n as f64);
 }
 
+/// One fd pinging itself: a reader on one end of a socket pair reads the byte that woke it and
+/// writes one to the other end, so every iteration blocks in the selector (no callback is ready
+/// when step 2 runs) and returns at once with one event. With `timer`, a timer an hour away
+/// stays pending throughout, as a server's idle timeout would: the difference between the two
+/// is what a pending timer costs a blocking iteration (`docs/16-performance.md`).
+fn ping(n: u64, timer: bool) {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    let lp = EventLoop::new().unwrap();
+    let (a, b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    let far = timer.then(|| lp.call_later(Duration::from_secs(3600), |_| ()));
+    let left = Rc::new(Cell::new(n));
+    let (reader, writer, count) = (a.try_clone().unwrap(), b.try_clone().unwrap(), left.clone());
+    lp.add_reader(a.as_raw_fd(), move |lp| {
+        let mut byte = [0u8; 1];
+        let _ = (&reader).read(&mut byte);
+        match count.get() {
+            0 => lp.stop(),
+            k => {
+                count.set(k - 1);
+                (&writer).write_all(b"x").unwrap();
+            }
+        }
+    })
+    .unwrap();
+    (&b).write_all(b"x").unwrap();
+    let it0 = lp.stats().iterations;
+    let c0 = process_cpu_time();
+    lp.run_forever().unwrap();
+    let cpu = process_cpu_time() - c0;
+    lp.remove_reader(a.as_raw_fd());
+    if let Some(far) = far {
+        far.cancel();
+    }
+    let iterations = lp.stats().iterations - it0;
+    assert_eq!(left.get(), 0);
+    let bench = if timer { "ping_timer" } else { "ping" };
+    emit(
+        bench,
+        "ns_per_iteration",
+        cpu.as_nanos() as f64 / iterations as f64,
+    );
+    emit(bench, "iterations", iterations as f64);
+}
+
 fn cpu_env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -234,17 +283,24 @@ fn main() {
         ),
         Some("xthread") => xthread(arg(&args, 1, 5_000) as usize),
         Some("tasks") => tasks(arg(&args, 1, 1_000_000) as usize),
+        Some("ping") => ping(
+            arg(&args, 1, 200_000),
+            args.get(2).is_some_and(|a| a == "timer"),
+        ),
         None => {
             callbacks(2_000_000, 1, false);
             callbacks(2_000_000, 1, true);
             callbacks(10_000_000, 1000, false);
             timers(1_000_000, false);
             tasks(1_000_000);
+            ping(200_000, false);
+            ping(200_000, true);
             xthread(5_000);
         }
         Some(other) => {
             eprintln!(
-                "unknown bench {other:?}: callbacks N K [fd] | timers N [later] | tasks N | xthread N"
+                "unknown bench {other:?}: callbacks N K [fd] | timers N [later] | tasks N | \
+                 ping N [timer] | xthread N"
             );
             std::process::exit(2);
         }
