@@ -4,11 +4,14 @@
 //! (`advance_time`), tokio's `time::pause()` / `start_paused`, libuv's `uv_now` (a cached
 //! clock) are the relatives. `docs/18-testing.md` teaches how to use it.
 //!
-//! Everything in the loop that asks "what time is it?" asks [`Clock::now`]:
-//! [`EventLoop::time`](crate::EventLoop::time), the timer expiry of step 5, the timeout of
-//! step 2, `sleep`, `interval`. With a real clock the answer is `Instant::now()`. With a
-//! virtual clock it is `origin + offset`, where `origin` is the instant the loop was built and
-//! `offset` starts at zero and moves in two ways only:
+//! Everything in the loop that asks "what time is it?" asks [`Clock::now`]
+//! ([`EventLoop::time`](crate::EventLoop::time), `sleep`, `interval`) or, for the timers,
+//! [`Clock::timer_now`] (`call_later`; the timeout of step 2 and the expiry of step 5 spell
+//! out its real case, and step 5 reuses the reading step 3 took right after a wait that
+//! could block). With a real clock the
+//! answer is `Instant::now()`, or the same clock as plain nanoseconds for the timers
+//! (`deadline.rs`). With a virtual clock it is `origin + offset`, where `origin` is the
+//! instant the loop was built and `offset` starts at zero and moves in two ways only:
 //!
 //! ```text
 //!  advance(d)      target += d; the loop steps `offset` through every timer deadline up
@@ -26,6 +29,7 @@ use std::cell::Cell;
 use std::io;
 use std::time::{Duration, Instant};
 
+use crate::reactor::deadline::Now;
 use crate::reactor::{EventLoop, MAX_DELAY};
 
 /// How far `advance` can take a virtual clock: a thousand times [`MAX_DELAY`] (100,000
@@ -48,6 +52,16 @@ impl Clock {
         match self {
             Clock::Real => Instant::now(),
             Clock::Virtual(v) => v.now(),
+        }
+    }
+
+    /// What time it is, for the timers: on the real clock a plain reading of the monotonic
+    /// clock, with no `Instant` made (`deadline.rs`); on a virtual one, its instant.
+    #[inline]
+    pub(crate) fn timer_now(&self) -> Now {
+        match self {
+            Clock::Real => Now::Reading(evloop_sys::clock::monotonic_ns()),
+            Clock::Virtual(v) => Now::At(v.now()),
         }
     }
 

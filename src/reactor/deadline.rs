@@ -8,10 +8,11 @@
 //! its timer queue was made) and a deadline becomes the nanoseconds from it:
 //!
 //! ```text
-//!  call_at(when)            -> encode(epoch, when)        the instant's fields, read once
-//!  call_later(delay)        -> encode(epoch, now) + delay  no Instant addition
-//!  TimerHandle::when()      -> decode(epoch, key)          only when asked
-//!  expiry at clock reading t -> every key <= encode(epoch, t)
+//!  call_at(when)              -> encode(epoch, when)              the instant's fields
+//!  call_later(delay)          -> key_of_reading(now) + delay       no Instant made
+//!  TimerHandle::when()        -> decode(epoch, key)                only when asked
+//!  steps 2 and 5 at reading t -> timeout: next key - key_of_reading(t);
+//!                                expiry: every key <= key_of_reading(t)
 //! ```
 //!
 //! The key is biased by 2^63 so that instants *before* the epoch (a `call_at` in the past)
@@ -29,7 +30,14 @@
 //! as exactly one 64-bit and one 32-bit value below 10^9, and the keys they give must equal
 //! the subtraction's for instants on both sides of the epoch, with and without a carry in
 //! the nanoseconds. If anything differs (another platform, a future std), the loop keeps
-//! std's subtraction: slower, never wrong. `docs/16-performance.md` has the figures.
+//! std's subtraction: slower, never wrong.
+//!
+//! **Reading the clock.** The loop's own "now" needs no `Instant` at all: a reading of
+//! `evloop_sys::clock::monotonic_ns`, the clock `Instant` reads, is the epoch's fields plus
+//! the nanoseconds since, so its key is one subtraction ([`Epoch::key_of_reading`]).
+//! `Epoch::new` checks that a reading falls between two instants read around it before it
+//! uses readings; otherwise each reading becomes an `Instant::now()`. `docs/16-performance.md`
+//! has the figures.
 
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
@@ -96,6 +104,34 @@ impl Epoch {
     #[cfg(test)]
     pub(crate) fn reads_fields(&self) -> bool {
         self.fields.is_some()
+    }
+}
+
+/// The time as the loop gives it to its timers (`Clock::timer_now`; steps 2 and 5,
+/// `call_later`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Now {
+    /// A value of `evloop_sys::clock::monotonic_ns` just read: the real clock, with no
+    /// `Instant` made ([`Epoch::key_of_reading`]).
+    Reading(u64),
+    /// An instant: the virtual clock's time, or a test's.
+    At(Instant),
+}
+
+impl Now {
+    /// The deadline key of this time.
+    #[inline]
+    pub(crate) fn key(self, epoch: Epoch) -> u64 {
+        match self {
+            Now::Reading(ns) => epoch.key_of_reading(ns),
+            Now::At(instant) => encode(epoch, instant),
+        }
+    }
+}
+
+impl From<Instant> for Now {
+    fn from(instant: Instant) -> Now {
+        Now::At(instant)
     }
 }
 

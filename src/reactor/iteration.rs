@@ -35,12 +35,12 @@ use std::time::{Duration, Instant};
 use evloop_sys::clock;
 
 use crate::reactor::clock::VirtualClock;
+use crate::reactor::deadline::Now;
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::reactor::event_loop::{bump, closed_error, StatsCells};
 use crate::reactor::ready::Ready;
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::RemoteItem;
-use crate::reactor::timers::Now;
 use crate::reactor::trace;
 use crate::reactor::{EventLoop, Inner};
 
@@ -122,8 +122,9 @@ impl EventLoop {
                     self.virtual_timeout(registry, clock, next)
                 }
                 None => {
-                    // The clock is read only if a timer is pending: as plain nanoseconds, with
-                    // no `Instant` made (`deadline.rs`).
+                    // The clock is read only if a timer is pending: `Clock::timer_now` of the
+                    // real clock, spelt out (through `timer_now` this step ran 16
+                    // instructions more).
                     let timeout = inner
                         .timers
                         .borrow_mut()
@@ -264,7 +265,8 @@ impl EventLoop {
                 return;
             }
             // Read after the wait: never earlier than any clock reading the callbacks that
-            // ran before it could have made (no callback runs in steps 3 and 4).
+            // ran before it could have made (no callback runs in steps 3 and 4). On the real
+            // clock, `Clock::timer_now` spelt out, with step 3's reading if it made one.
             let now = match inner.clock.as_virtual() {
                 Some(virtual_clock) => Now::At(virtual_clock.now()),
                 None => Now::Reading(if after_wait != 0 {

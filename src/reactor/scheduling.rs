@@ -16,11 +16,12 @@ use std::panic::Location;
 use std::time::{Duration, Instant};
 
 use crate::reactor::cells::State;
+use crate::reactor::deadline::Now;
 use crate::reactor::event_loop::{closed_error, closed_panic, forked_error, MAX_DELAY};
 use crate::reactor::handle::{Handle, TimerHandle};
 use crate::reactor::ready::{watch_id, IoWatcher, Ready, WatchRef};
 use crate::reactor::registry::Side;
-use crate::reactor::timers::{Now, Timers};
+use crate::reactor::timers::Timers;
 use crate::reactor::trace;
 use crate::reactor::EventLoop;
 
@@ -111,13 +112,8 @@ impl EventLoop {
         callback: impl FnOnce(&EventLoop) + 'static,
     ) -> TimerHandle {
         // The deadline's key straight from a clock reading and the delay: no `Instant` made
-        // or added to (`deadline.rs`). The same reading `time()` would give, as plain
-        // nanoseconds.
-        let now = match self.inner.clock.as_virtual() {
-            Some(virtual_clock) => Now::At(virtual_clock.now()),
-            None => Now::Reading(evloop_sys::clock::monotonic_ns()),
-        };
-        let when = When::After(now, delay.min(MAX_DELAY));
+        // or added to (`deadline.rs`).
+        let when = When::After(self.inner.clock.timer_now(), delay.min(MAX_DELAY));
         self.schedule_at(when, callback, Location::caller())
     }
 

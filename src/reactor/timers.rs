@@ -35,7 +35,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::reactor::deadline::{decode, encode, ns, Epoch};
+use crate::reactor::deadline::{decode, encode, ns, Now};
 use crate::reactor::handle::TimerHandle;
 use crate::reactor::ready::{Ready, TimerRef};
 use crate::reactor::timer_slots::TimerSlots;
@@ -48,33 +48,6 @@ pub(crate) const COMPACT_MIN: usize = 100;
 /// O(n) for n/4 cancelled entries (amortised O(1) each), popping them would cost O(log n)
 /// each, and memory stays within 4/3 of the live timers.
 const COMPACT_FRACTION: usize = 4;
-
-/// The time as the loop gives it to its timers (steps 2 and 5).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Now {
-    /// A value of `evloop_sys::clock::monotonic_ns` just read: the real clock, with no
-    /// `Instant` made ([`Epoch::key_of_reading`]).
-    Reading(u64),
-    /// An instant: the virtual clock's time, or a test's.
-    At(Instant),
-}
-
-impl Now {
-    /// The deadline key of this time.
-    #[inline]
-    fn key(self, epoch: Epoch) -> u64 {
-        match self {
-            Now::Reading(ns) => epoch.key_of_reading(ns),
-            Now::At(instant) => encode(epoch, instant),
-        }
-    }
-}
-
-impl From<Instant> for Now {
-    fn from(instant: Instant) -> Now {
-        Now::At(instant)
-    }
-}
 
 /// How many due timers [`Timers::expire`] takes off the heap before it reads their slots.
 const EXPIRE_BATCH: usize = 32;
@@ -361,7 +334,7 @@ impl Timers {
         // Cancelled entries are cheaper to sweep in one pass than to pop one by one.
         self.maybe_compact();
         let now = now.into().key(self.slots.epoch);
-        if !self.heap.peek().is_some_and(|top| top.key <= now) {
+        if self.heap.peek().is_none_or(|top| top.key > now) {
             // The common case, nothing due: no borrow of the table, no batch to set up.
             return 0;
         }
