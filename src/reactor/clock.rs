@@ -8,10 +8,10 @@
 //! ([`EventLoop::time`](crate::EventLoop::time), `sleep`, `interval`) or, for the timers,
 //! [`Clock::timer_now`] (`call_later`; the timeout of step 2 and the expiry of step 5 spell
 //! out its real case, and step 5 reuses the reading step 3 took right after a wait that
-//! could block). With a real clock the
-//! answer is `Instant::now()`, or the same clock as plain nanoseconds for the timers
-//! (`deadline.rs`). With a virtual clock it is `origin + offset`, where `origin` is the
-//! instant the loop was built and `offset` starts at zero and moves in two ways only:
+//! could block). With a real clock the answer is `Instant::now()`, or the same clock as plain
+//! nanoseconds for the timers (`deadline.rs`). With a virtual clock it is `origin + offset`,
+//! where `origin` is the instant the loop was built and `offset` starts at zero and moves in
+//! two ways only:
 //!
 //! ```text
 //!  advance(d)      target += d; the loop steps `offset` through every timer deadline up
