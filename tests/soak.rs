@@ -23,8 +23,10 @@
 //! (`cargo test --release --test soak -- --ignored --test-threads=1 --nocapture`, a few
 //! minutes in all), the scaled-down size runs in the normal `cargo test` in seconds. Each
 //! prints what it did: counts, duration, peak fds, RSS (`VmRSS`) before and after. All the
-//! tests of this binary take one lock, because case 1 asserts the exact fd count of the
-//! process and `select-strict` needs its fds below 1024.
+//! tests of this binary take one lock, because case 1 counts the process's fds to size
+//! itself and `select-strict` needs its fds below 1024. That no case leaves an fd open is
+//! checked by which fds are open, not by their number (`util::OpenFds`): the harness and the
+//! io_uring tests' wrapper, which run outside the lock, may open and close fds meanwhile.
 //!
 //! Layout: this file is the test binary's root, with what every case shares: the lock, the
 //! child processes (their roles, [`ChildRun`] and the `soak_child` entry point) and the test
@@ -68,7 +70,7 @@ use wakeups::{wakeups_case, WAKE_FULL, WAKE_SMALL};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Every test of this binary holds this lock: case 1 counts the process's fds exactly.
+/// Every test of this binary holds this lock: case 1 sizes itself by the process's fd count.
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }

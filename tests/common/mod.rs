@@ -178,15 +178,19 @@ impl Log {
     }
 }
 
-/// The number of open fds of this process (`/proc/self/fd`).
-///
-/// `per_backend!`'s io_uring tests ask whether io_uring is available before their body runs
-/// (and before any lock the body takes): the first such question in a process sets up and
-/// drops a probe ring, an fd that would come and go under another test's count. The answer
-/// is computed once per process and concurrent callers wait for it, so asking here first
-/// means no probe ring is open while we count.
-pub fn open_fds() -> usize {
+/// Returns once no io_uring probe ring can be open in this process. `per_backend!`'s io_uring
+/// tests ask whether io_uring is available before their body runs (and before any lock the
+/// body takes): the first such question in a process sets up and drops a probe ring, an fd
+/// that would come and go under another test's look at its fds. The answer is computed once
+/// per process and concurrent callers wait for it, so asking is enough.
+pub fn settle_io_uring_probe() {
     let _ = evloop::Backend::IoUring.unavailable_reason();
+}
+
+/// The number of open fds of this process (`/proc/self/fd`), with no probe ring among them
+/// ([`settle_io_uring_probe`]).
+pub fn open_fds() -> usize {
+    settle_io_uring_probe();
     std::fs::read_dir("/proc/self/fd")
         .map(|d| d.count())
         .unwrap_or(0)

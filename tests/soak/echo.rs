@@ -21,7 +21,7 @@ use evloop::net::{ListenOptions, TcpListener, TcpStream};
 
 use crate::common::*;
 use crate::util::{
-    checksum_step, expected_checksum, raise_fd_limit, stream_byte, Snapshot, FD_HEADROOM,
+    checksum_step, expected_checksum, raise_fd_limit, stream_byte, OpenFds, Snapshot, FD_HEADROOM,
     FD_SETSIZE,
 };
 use crate::{serial, ChildRun};
@@ -98,6 +98,7 @@ pub(crate) fn echo_case(backend: Backend, size: EchoSize) {
     let strict = backend == Backend::SelectStrict;
     let soft = raise_fd_limit();
     let base = Snapshot::take();
+    let base_fds = OpenFds::take();
     let mut size = size;
     let budget = soft.saturating_sub(base.fds as u64 + FD_HEADROOM) as usize;
     if strict {
@@ -246,10 +247,7 @@ pub(crate) fn echo_case(backend: Backend, size: EchoSize) {
         assert_eq!(log.peak_live, n, "all {n} connections were open together");
         assert_eq!(log.bytes, (n * size.bytes) as u64, "every byte echoed");
     }
-    assert_eq!(
-        after.fds, base.fds,
-        "every fd closed: the count is back to the baseline"
-    );
+    base_fds.assert_none_left("every fd closed");
     let slack = rss_slack_kib(n);
     assert!(
         after.rss_kib <= base.rss_kib + slack,

@@ -1,14 +1,17 @@
 //! Shared aids of the soak cases.
 //!
 //! Measurements of this process ([`Snapshot`]: open fds, `VmRSS`, CPU time, taken before and
-//! after a case and compared), the fd limit and the headroom kept under it, a seeded PRNG,
+//! after a case and compared; [`OpenFds`]: which fds, to check that a case left none open),
+//! the fd limit and the headroom kept under it, a seeded PRNG,
 //! the deterministic data pattern of the echo case with its checksum (both the server in
 //! this process and the client child compute it, so each side checks every byte at its
 //! place), and the parsing of the environment a child process is started with.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use crate::common::open_fds;
+use crate::common::{open_fds, settle_io_uring_probe};
 
 /// The fd number from which `select-strict` refuses to watch (glibc's `FD_SETSIZE`).
 pub(crate) const FD_SETSIZE: usize = 1024;
@@ -37,6 +40,68 @@ impl Snapshot {
             fds: settled_open_fds(),
             rss_kib: rss_kib(),
             cpu: evloop::sys::floor::process_cpu_time(),
+        }
+    }
+}
+
+/// The process's open fds, each with what it points at (the link `/proc/self/fd/N`).
+///
+/// The check that a case closed everything it opened compares these, not counts: the soak
+/// binary's tests hold one lock, but not everything in the process does (the test harness,
+/// another test's wrapper before it takes the lock), and a count moves with any fd that
+/// comes and goes meanwhile, while a case's leak stays.
+pub(crate) struct OpenFds(BTreeMap<i32, PathBuf>);
+
+impl OpenFds {
+    pub(crate) fn take() -> OpenFds {
+        settle_io_uring_probe();
+        let own = PathBuf::from(format!("/proc/{}/fd", std::process::id()));
+        let mut fds = BTreeMap::new();
+        for entry in std::fs::read_dir("/proc/self/fd")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            // Skipped: a link that is gone by now (an fd closed meanwhile), and the fd of the
+            // listing itself (`/proc/<pid>/fd`, whose number depends on what else is open).
+            match std::fs::read_link(entry.path()) {
+                Ok(target) if target != own => {
+                    fds.insert(fd, target);
+                }
+                _ => {}
+            }
+        }
+        OpenFds(fds)
+    }
+
+    /// The fds open now that were not open (to the same thing) in `self`.
+    fn opened_since(&self) -> Vec<(i32, PathBuf)> {
+        let now = OpenFds::take();
+        now.0
+            .into_iter()
+            .filter(|(fd, target)| self.0.get(fd) != Some(target))
+            .collect()
+    }
+
+    /// Panics, naming them, if fds opened since `self` are still open: `what` leaked. An fd
+    /// of someone else's that happens to be open at this moment closes again, so the check is
+    /// repeated for up to 3 s before it fails (libkqueue also closes a kqueue's fds from a
+    /// thread of its own, a little later).
+    pub(crate) fn assert_none_left(&self, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let left = self.opened_since();
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: fds opened during the case are still open: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
