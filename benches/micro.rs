@@ -183,27 +183,29 @@ fn ping(n: u64, timer: bool) {
     let lp = EventLoop::new().unwrap();
     let (a, b) = UnixStream::pair().unwrap();
     a.set_nonblocking(true).unwrap();
+    let fd = a.as_raw_fd();
     let far = timer.then(|| lp.call_later(Duration::from_secs(3600), |_| ()));
     let left = Rc::new(Cell::new(n));
-    let (reader, writer, count) = (a.try_clone().unwrap(), b.try_clone().unwrap(), left.clone());
-    lp.add_reader(a.as_raw_fd(), move |lp| {
+    (&b).write_all(b"x").unwrap(); // the first ping; the reader then keeps it going
+    let count = left.clone();
+    // The reader owns both ends: removing it closes them.
+    lp.add_reader(fd, move |lp| {
         let mut byte = [0u8; 1];
-        let _ = (&reader).read(&mut byte);
+        let _ = (&a).read(&mut byte);
         match count.get() {
             0 => lp.stop(),
             k => {
                 count.set(k - 1);
-                (&writer).write_all(b"x").unwrap();
+                (&b).write_all(b"x").unwrap();
             }
         }
     })
     .unwrap();
-    (&b).write_all(b"x").unwrap();
     let it0 = lp.stats().iterations;
     let c0 = process_cpu_time();
     lp.run_forever().unwrap();
     let cpu = process_cpu_time() - c0;
-    lp.remove_reader(a.as_raw_fd());
+    lp.remove_reader(fd);
     if let Some(far) = far {
         far.cancel();
     }
