@@ -310,12 +310,12 @@ impl TimerSlots {
     pub(crate) fn queue_expired(
         &self,
         table: &mut SlotTable,
-        batch: &[u32],
+        batch: impl Iterator<Item = u32>,
         mut queue: impl FnMut(u32),
     ) -> usize {
         let stores = self.stores.erased_all();
         let mut live = 0;
-        for &slot in batch {
+        for slot in batch {
             if let Some((store, index)) = table.expire(slot) {
                 stores.get(store).warm(index);
                 queue(slot);

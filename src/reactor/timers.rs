@@ -9,14 +9,17 @@
 //!  [deadline | seq, slot] --------------> slots[slot] = { state, where the closure is, ... }
 //! ```
 //!
-//! - **Order.** The heap pops the earliest deadline; ties go to the timer scheduled first,
-//!   because every push takes the next sequence number (a heap alone is not stable;
-//!   edge case 36). asyncio leaves equal deadlines unordered; we promise FIFO. The sequence
+//! - **Order.** Timers leave in `(deadline, sequence number)` order: ties go to the timer
+//!   scheduled first, because every push takes the next sequence number (edge case 36).
+//!   asyncio leaves equal deadlines unordered; we promise FIFO. The heap itself compares
+//!   deadlines only (one 64-bit comparison per sibling, not a 128-bit one), so it is not
+//!   stable: [`Timers::expire`] takes due entries off in batches that never split a run of
+//!   equal deadlines and sorts each run by sequence number ([`order_ties`]). The sequence
 //!   number has 32 bits; when it would wrap, the live entries are renumbered in order
 //!   ([`Timers::resequence`], once per 2^32 timers).
 //! - **Small entries, no pointer chasing.** An entry is the deadline and `seq << 32 | slot`:
 //!   the four children of a node are 64 contiguous bytes (libev's choice of node, `ANHE`), and
-//!   comparing two entries reads nothing else. The slot is read only when a timer leaves the
+//!   comparing two entries reads nothing but their deadlines. The slot is read only when a timer leaves the
 //!   heap, and the closure only when it runs.
 //! - **Cancel is lazy and O(1).** `TimerHandle::cancel` drops the closure and marks the slot;
 //!   the entry stays in the heap until it reaches the top, where [`Timers::next_deadline`] and
@@ -62,19 +65,11 @@ struct Entry {
 }
 
 impl Entry {
-    /// The sort key: deadline, then sequence number (one 128-bit comparison).
+    /// The order timers leave in: deadline, then sequence number. The heap compares only
+    /// the deadline; this serves the renumbering and the tests.
     #[inline(always)]
     fn rank(self) -> u128 {
         (u128::from(self.key) << 64) | u128::from(self.order)
-    }
-
-    /// The entry whose [`rank`](Entry::rank) is `rank`.
-    #[inline(always)]
-    fn from_rank(rank: u128) -> Entry {
-        Entry {
-            key: (rank >> 64) as u64,
-            order: rank as u64,
-        }
     }
 
     #[inline(always)]
@@ -105,12 +100,12 @@ impl QuadHeap {
 
     fn push(&mut self, entry: Entry) {
         self.v.push(entry);
-        let rank = entry.rank();
+        let key = entry.key;
         let mut i = self.v.len() - 1;
         // Move parents down until the new entry's place is found, then write it once.
         while i > 0 {
             let parent = (i - 1) / 4;
-            if rank >= self.v[parent].rank() {
+            if key >= self.v[parent].key {
                 break;
             }
             self.v[i] = self.v[parent];
@@ -133,25 +128,21 @@ impl QuadHeap {
         let v = &mut self.v[..];
         let mut i = 0;
         while let Some(c) = v.get(4 * i + 1..4 * i + 5) {
-            // The winner comes out of the tournament with its rank, which is the entry: no
-            // second load, no bounds check on its index.
-            let (k, rank) = Self::smallest_of_four(c);
-            v[i] = Entry::from_rank(rank);
+            let k = Self::smallest_of_four(c);
+            v[i] = c[k];
             i = 4 * i + 1 + k;
         }
         // Fewer than four children: the last node with any, at the bottom of the heap.
         let first = 4 * i + 1;
         if first < v.len() {
-            let min = (first..v.len())
-                .min_by_key(|&c| v[c].rank())
-                .unwrap_or(first);
+            let min = (first..v.len()).min_by_key(|&c| v[c].key).unwrap_or(first);
             v[i] = v[min];
             i = min;
         }
-        let rank = last.rank();
+        let key = last.key;
         while i > 0 {
             let parent = (i - 1) / 4;
-            if rank >= v[parent].rank() {
+            if key >= v[parent].key {
                 break;
             }
             v[i] = v[parent];
@@ -161,19 +152,17 @@ impl QuadHeap {
         Some(top)
     }
 
-    /// Which of four siblings is the smallest (the first on a tie): a tournament of three
-    /// comparisons, the first two independent. The winner is picked by arithmetic on the
+    /// Which of four siblings has the earliest deadline (the first on a tie): a tournament of
+    /// three comparisons, the first two independent. The winner is picked by arithmetic on the
     /// index, not by a branch: which child wins is as good as random, and a mispredicted
-    /// branch per level cost more than the comparisons.
-    /// Returns the winner's place among the four and its rank.
+    /// branch per level cost more than the comparisons. Returns the winner's place (0 to 3).
     #[inline(always)]
-    fn smallest_of_four(c: &[Entry]) -> (usize, u128) {
-        let (r0, r1, r2, r3) = (c[0].rank(), c[1].rank(), c[2].rank(), c[3].rank());
-        let (a, ra) = if r1 < r0 { (1, r1) } else { (0, r0) };
-        let (b, rb) = if r3 < r2 { (3, r3) } else { (2, r2) };
-        let pick_b = rb < ra;
-        let k = a + usize::from(pick_b) * (b - a);
-        (k, if pick_b { rb } else { ra })
+    fn smallest_of_four(c: &[Entry]) -> usize {
+        let (k0, k1, k2, k3) = (c[0].key, c[1].key, c[2].key, c[3].key);
+        let (a, ka) = if k1 < k0 { (1, k1) } else { (0, k0) };
+        let (b, kb) = if k3 < k2 { (3, k3) } else { (2, k2) };
+        let k = a + usize::from(kb < ka) * (b - a);
+        k & 3
     }
 
     /// Places `entry` at hole `i` or below, moving smaller children up.
@@ -181,17 +170,17 @@ impl QuadHeap {
     fn sift_down(&mut self, mut i: usize, entry: Entry) {
         let v = &mut self.v[..];
         let n = v.len();
-        let rank = entry.rank();
+        let key = entry.key;
         loop {
             let first = 4 * i + 1;
             let min = if let Some(c) = v.get(first..first + 4) {
-                first + Self::smallest_of_four(c).0
+                first + Self::smallest_of_four(c)
             } else if first < n {
-                (first..n).min_by_key(|&c| v[c].rank()).unwrap_or(first)
+                (first..n).min_by_key(|&c| v[c].key).unwrap_or(first)
             } else {
                 break;
             };
-            if v[min].rank() >= rank {
+            if v[min].key >= key {
                 break;
             }
             v[i] = v[min];
@@ -209,6 +198,22 @@ impl QuadHeap {
     }
 }
 
+/// Puts each run of equal deadlines in `due` in sequence order (FIFO, edge case 36). `due`
+/// came off the heap, so its deadlines never decrease: an insertion sort that compares only
+/// neighbours with the same deadline, one comparison per entry when no two are equal.
+#[inline]
+fn order_ties(due: &mut [Entry]) {
+    for i in 1..due.len() {
+        let entry = due[i];
+        let mut j = i;
+        while j > 0 && due[j - 1].key == entry.key && due[j - 1].order > entry.order {
+            due[j] = due[j - 1];
+            j -= 1;
+        }
+        due[j] = entry;
+    }
+}
+
 /// The scheduled timers.
 pub(crate) struct Timers {
     heap: QuadHeap,
@@ -217,6 +222,9 @@ pub(crate) struct Timers {
     /// count from (`deadline.rs`), which a handle needs for `when()`.
     pub(crate) slots: Rc<TimerSlots>,
     compactions: u64,
+    /// The batch [`expire`](Timers::expire) takes off the heap: [`EXPIRE_BATCH`] entries
+    /// reserved up front, more only for a longer run of equal deadlines (kept afterwards).
+    due: Vec<Entry>,
 }
 
 impl Timers {
@@ -226,6 +234,7 @@ impl Timers {
             next_seq: 0,
             slots: Rc::new(TimerSlots::new(Instant::now())),
             compactions: 0,
+            due: Vec::with_capacity(EXPIRE_BATCH),
         }
     }
 
@@ -324,8 +333,10 @@ impl Timers {
     /// Moves every live timer with `when <= now` onto `ready`, in `(when, seq)` order; returns
     /// how many it moved.
     ///
-    /// Due entries leave the heap in batches of up to [`EXPIRE_BATCH`]: first the heap alone
-    /// gives up a batch of slots, then the slots are read and queued. The second pass does the
+    /// Due entries leave the heap in batches of [`EXPIRE_BATCH`] (more when a run of equal
+    /// deadlines would straddle the end: a run is never split, so that sorting each batch's
+    /// runs by sequence number orders them whole): first the heap alone gives up a batch,
+    /// its ties are ordered, then the slots are read and queued. The second pass does the
     /// same independent load for every timer of the batch (with many timers, each is a cache
     /// miss), so the processor overlaps the misses instead of waiting for each behind the
     /// heap's own work. On the one-million-timer benchmark this took the time per fired timer
@@ -340,33 +351,31 @@ impl Timers {
         }
         let mut table = self.slots.table.borrow_mut();
         let mut fired = 0;
-        let mut batch = [0u32; EXPIRE_BATCH];
+        let due = &mut self.due;
         loop {
-            let mut n = 0;
-            while n < EXPIRE_BATCH {
-                match self.heap.peek() {
-                    Some(top) if top.key <= now => {
-                        self.heap.pop();
-                        batch[n] = top.slot();
-                        n += 1;
-                    }
-                    _ => break,
+            // First the heap alone: a batch of due entries, and never half a run of equal
+            // deadlines (the heap does not order them; the batch does, below).
+            due.clear();
+            while let Some(top) = self.heap.peek() {
+                let full = due.len() >= EXPIRE_BATCH;
+                if top.key > now || full && due.last().is_some_and(|last| last.key != top.key) {
+                    break;
                 }
+                self.heap.pop();
+                due.push(top);
             }
-            if n == 0 {
-                return fired; // the common case: nothing (more) is due this iteration
+            if due.is_empty() {
+                return fired; // nothing (more) is due this iteration
             }
+            order_ties(due);
             // Then each slot (a load from the slot table): live ones go to the deque.
             let slots = &self.slots;
-            fired += slots.queue_expired(&mut table, &batch[..n], |slot| {
+            fired += slots.queue_expired(&mut table, due.iter().map(|e| e.slot()), |slot| {
                 ready.push_back(Ready::Timer(TimerRef {
                     slots: slots.clone(),
                     slot,
                 }));
             });
-            if n < EXPIRE_BATCH {
-                return fired;
-            }
         }
     }
 
@@ -499,9 +508,11 @@ mod tests {
         std::mem::take(&mut *log.borrow_mut())
     }
 
-    /// The heap alone, at every size up to a few levels: pops come out sorted, whichever
-    /// way the last node's children are filled (0 to 4) and however far the entry that fills
-    /// the hole has to go back up; `heapify` after a sweep gives the same.
+    /// The heap alone, at every size up to a few levels: pops come out in deadline order,
+    /// every entry once, whichever way the last node's children are filled (0 to 4) and
+    /// however far the entry that fills the hole has to go back up; `heapify` after a sweep
+    /// gives the same. (Equal deadlines leave the heap in any order; `expire` orders them:
+    /// the tests below.)
     #[test]
     fn the_heap_pops_in_order_at_every_size() {
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -530,9 +541,14 @@ mod tests {
                 swept.v.reverse();
                 swept.heapify();
                 for h in [&mut heap, &mut swept] {
-                    let popped: Vec<u128> =
-                        std::iter::from_fn(|| h.pop().map(Entry::rank)).collect();
-                    assert_eq!(popped, model, "size {n}, narrow keys {narrow}");
+                    let popped: Vec<Entry> = std::iter::from_fn(|| h.pop()).collect();
+                    assert!(
+                        popped.windows(2).all(|w| w[0].key <= w[1].key),
+                        "size {n}, narrow keys {narrow}: out of deadline order"
+                    );
+                    let mut ranks: Vec<u128> = popped.iter().map(|e| e.rank()).collect();
+                    ranks.sort_unstable();
+                    assert_eq!(ranks, model, "size {n}, narrow keys {narrow}");
                 }
             }
         }
@@ -550,6 +566,40 @@ mod tests {
         assert_eq!(timers.expire(t0 + Duration::from_millis(4), &mut ready), 0);
         assert_eq!(timers.expire(t0 + Duration::from_millis(5), &mut ready), 50);
         assert_eq!(ids(&mut ready, &log), (0..50).collect::<Vec<_>>());
+    }
+
+    /// Runs of equal deadlines longer than a batch, straddling the batches' boundaries, pushed
+    /// interleaved with other deadlines and in no order of deadline: every run still fires in
+    /// the order its timers were scheduled (the heap leaves ties unordered; `expire` must
+    /// order them, and never split a run between two batches).
+    #[test]
+    fn edge_36_runs_of_equal_deadlines_longer_than_a_batch_stay_fifo() {
+        let t0 = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut timers = Timers::new();
+        let mut x: u64 = 0x0123_4567_89AB_CDEF;
+        let mut model = Vec::new();
+        for id in 0..2_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Eight deadlines: runs of about 250, and some of 1 to 3 in between.
+            let ms = if x % 50 == 0 { 100 + x % 7 } else { x % 8 };
+            let when = t0 + Duration::from_millis(ms);
+            let _ = push(&mut timers, when, &log, id);
+            model.push((when, id));
+        }
+        model.sort(); // by deadline, then by id: the order they were scheduled in
+        let mut ready = VecDeque::new();
+        let mut got = Vec::new();
+        for step in [3, 50, 200] {
+            let now = t0 + Duration::from_millis(step);
+            timers.expire(now, &mut ready);
+            got.extend(ids(&mut ready, &log));
+            let due: Vec<u32> = model.iter().filter(|m| m.0 <= now).map(|m| m.1).collect();
+            assert_eq!(got, due, "up to {step} ms");
+        }
+        assert_eq!(timers.live(), 0);
     }
 
     /// A reference model over many random operations: pushes at random virtual times, random
