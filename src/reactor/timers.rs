@@ -55,6 +55,10 @@ const COMPACT_FRACTION: usize = 4;
 /// How many due timers [`Timers::expire`] takes off the heap before it reads their slots.
 const EXPIRE_BATCH: usize = 32;
 
+/// The longest batch whose memory [`Timers::expire`] keeps for the next time (a longer run of
+/// equal deadlines made it grow; it goes back to [`EXPIRE_BATCH`] afterwards).
+const DUE_KEPT: usize = 1024;
+
 /// One scheduled timer in the heap: 16 bytes.
 #[derive(Clone, Copy)]
 struct Entry {
@@ -199,18 +203,13 @@ impl QuadHeap {
 }
 
 /// Puts each run of equal deadlines in `due` in sequence order (FIFO, edge case 36). `due`
-/// came off the heap, so its deadlines never decrease: an insertion sort that compares only
-/// neighbours with the same deadline, one comparison per entry when no two are equal.
+/// came off the heap, so its deadlines never decrease: one comparison per entry finds whether
+/// any two are equal, and only then is the batch sorted by `(deadline, sequence number)`,
+/// O(n log n) however long the run (an insertion sort would be quadratic in it).
 #[inline]
 fn order_ties(due: &mut [Entry]) {
-    for i in 1..due.len() {
-        let entry = due[i];
-        let mut j = i;
-        while j > 0 && due[j - 1].key == entry.key && due[j - 1].order > entry.order {
-            due[j] = due[j - 1];
-            j -= 1;
-        }
-        due[j] = entry;
+    if due.windows(2).any(|w| w[0].key == w[1].key) {
+        due.sort_unstable_by_key(|e| e.rank());
     }
 }
 
@@ -223,7 +222,8 @@ pub(crate) struct Timers {
     pub(crate) slots: Rc<TimerSlots>,
     compactions: u64,
     /// The batch [`expire`](Timers::expire) takes off the heap: [`EXPIRE_BATCH`] entries
-    /// reserved up front, more only for a longer run of equal deadlines (kept afterwards).
+    /// reserved up front, more only for a longer run of equal deadlines (kept up to
+    /// [`DUE_KEPT`]).
     due: Vec<Entry>,
 }
 
@@ -365,7 +365,7 @@ impl Timers {
                 due.push(top);
             }
             if due.is_empty() {
-                return fired; // nothing (more) is due this iteration
+                break; // nothing (more) is due this iteration
             }
             order_ties(due);
             // Then each slot (a load from the slot table): live ones go to the deque.
@@ -377,6 +377,11 @@ impl Timers {
                 }));
             });
         }
+        if due.capacity() > DUE_KEPT {
+            // A long run of equal deadlines made the batch grow: give the memory back.
+            *due = Vec::with_capacity(EXPIRE_BATCH);
+        }
+        fired
     }
 
     /// Live plus not-yet-discarded cancelled entries.
@@ -566,6 +571,27 @@ mod tests {
         assert_eq!(timers.expire(t0 + Duration::from_millis(4), &mut ready), 0);
         assert_eq!(timers.expire(t0 + Duration::from_millis(5), &mut ready), 50);
         assert_eq!(ids(&mut ready, &log), (0..50).collect::<Vec<_>>());
+    }
+
+    /// A run of equal deadlines far longer than a batch: FIFO, and the batch that grew to hold
+    /// it gives its memory back afterwards.
+    #[test]
+    fn edge_36_a_long_run_of_equal_deadlines_stays_fifo_and_its_batch_shrinks() {
+        let t0 = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut timers = Timers::new();
+        let n = 20_000;
+        for id in 0..n {
+            let _ = push(&mut timers, t0, &log, id);
+        }
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(t0, &mut ready), n as usize);
+        assert!(
+            timers.due.capacity() <= DUE_KEPT,
+            "{}",
+            timers.due.capacity()
+        );
+        assert_eq!(ids(&mut ready, &log), (0..n).collect::<Vec<_>>());
     }
 
     /// Runs of equal deadlines longer than a batch, straddling the batches' boundaries, pushed
