@@ -226,17 +226,10 @@ impl Waiters {
     }
 }
 
-/// The waiters of one direction (readable or writable) of one fd.
+/// The flags of one direction (readable or writable) of one fd. With the other direction's,
+/// they sit at the front of [`State`], beside what a round trip reads (see there).
 #[derive(Default)]
-struct Direction {
-    /// Tasks waiting now, each with the loop iteration in which it started waiting.
-    waiters: RefCell<Waiters>,
-    /// An empty list with capacity, where the reader callback moves the waiters it wakes
-    /// when there is more than one, so waking allocates nothing and holds no borrow while
-    /// wakers run.
-    spare: RefCell<Vec<Waiter>>,
-    /// The waker of a poll-based caller, woken by the same reports as `waiters`.
-    slot: RefCell<PollSlot>,
+struct Flags {
     /// Whether our reader (or writer) is registered with the loop. Cleared by whoever removes
     /// the registration: we (`deregister`, or `fire` with nobody waiting), or the loop
     /// (`Watch::cancel`: a `remove_*` or `add_*` on the fd by other code, or `close()`). So it
@@ -247,12 +240,25 @@ struct Direction {
     /// write — and the loop has reported no readiness since: the next operation waits for a
     /// report instead of spending a syscall on a likely `EAGAIN`.
     drained: Cell<bool>,
-    /// The iteration in which `drained` was last set: a report collected by a later
-    /// iteration's poll is newer, and clears it.
-    drained_at: Cell<u64>,
+    /// A poll-based caller has parked in this direction's slot at least once. Until then the
+    /// slot is `Empty` (only a parked caller's slot can become `Fired`), and the reader
+    /// callback does not read it: the slot lives with the cold fields, a cache line away.
+    slot_used: Cell<bool>,
 }
 
-impl Direction {
+/// What one direction needs only off the common path: the poll-based caller's slot and the
+/// spare list of the callback that wakes more than one waiter.
+#[derive(Default)]
+struct Cold {
+    /// An empty list with capacity, where the reader callback moves the waiters it wakes
+    /// when there is more than one, so waking allocates nothing and holds no borrow while
+    /// wakers run.
+    spare: RefCell<Vec<Waiter>>,
+    /// The waker of a poll-based caller, woken by the same reports as the waiters.
+    slot: RefCell<PollSlot>,
+}
+
+impl Cold {
     /// Whether a poll-based caller waits (a fired slot does not: it is served).
     fn slot_waiting(&self) -> bool {
         matches!(*self.slot.borrow(), PollSlot::Waiting { .. })
@@ -260,24 +266,64 @@ impl Direction {
 }
 
 /// What the wrapper, its futures and its registered callbacks share.
+///
+/// **Layout.** An echo round trip reads the reference count (the loop's report holds a
+/// clone), the fd's flags, the loop's id, the next waiter id, when the read side was found
+/// drained, and the read side's waiters: those come first, in this order (`repr(C)`), so that
+/// with the count they take 128 bytes, two cache lines when the allocation starts a line
+/// and three otherwise. The rest (the write side's waiters, the loop, the poll slots and the
+/// spare lists) follows. Left to the compiler's order, the same round trip read four or five
+/// lines (`docs/16-performance.md`, round eight).
+#[repr(C)]
 struct State {
     fd: RawFd,
+    read: Flags,
+    write: Flags,
+    /// The loop's id once known (0 before: ids start at 1), so that a step of one of its
+    /// tasks can be recognised without upgrading `event_loop` ([`State::drained`]).
+    loop_id: Cell<u64>,
+    next_id: Cell<u64>,
+    /// The iteration in which the read side's `drained` was last set: a report collected by a
+    /// later iteration's poll is newer, and clears it.
+    read_drained_at: Cell<u64>,
+    /// Tasks waiting to read now, each with the loop iteration in which it started waiting.
+    read_waiters: RefCell<Waiters>,
+    /// As `read_drained_at` and `read_waiters`, for writing.
+    write_drained_at: Cell<u64>,
+    write_waiters: RefCell<Waiters>,
     /// The loop the fd is (or will be) registered with. `None` until the first wait when
     /// the wrapper was made outside a running loop.
     event_loop: RefCell<Option<WeakEventLoop>>,
-    /// That loop's id once known (0 before: ids start at 1), so that a step of one of its
-    /// tasks can be recognised without upgrading `event_loop` ([`State::drained`]).
-    loop_id: Cell<u64>,
-    read: Direction,
-    write: Direction,
-    next_id: Cell<u64>,
+    read_cold: Cold,
+    write_cold: Cold,
 }
 
 impl State {
-    fn direction(&self, side: Side) -> &Direction {
+    fn direction(&self, side: Side) -> &Flags {
         match side {
             Side::Reader => &self.read,
             Side::Writer => &self.write,
+        }
+    }
+
+    fn drained_at(&self, side: Side) -> &Cell<u64> {
+        match side {
+            Side::Reader => &self.read_drained_at,
+            Side::Writer => &self.write_drained_at,
+        }
+    }
+
+    fn waiters(&self, side: Side) -> &RefCell<Waiters> {
+        match side {
+            Side::Reader => &self.read_waiters,
+            Side::Writer => &self.write_waiters,
+        }
+    }
+
+    fn cold(&self, side: Side) -> &Cold {
+        match side {
+            Side::Reader => &self.read_cold,
+            Side::Writer => &self.write_cold,
         }
     }
 
@@ -324,16 +370,16 @@ impl State {
         // step knows the iteration, and the loop need not be looked at.
         if !would_block {
             if let Some(now) = step_iteration(self.loop_id.get()) {
-                dir.drained_at.set(now);
+                self.drained_at(side).set(now);
                 return;
             }
         }
         let Ok(event_loop) = self.event_loop() else {
             // No loop to wait on: the wait that follows fails with this same error.
-            dir.drained_at.set(0);
+            self.drained_at(side).set(0);
             return;
         };
-        dir.drained_at.set(event_loop.iteration());
+        self.drained_at(side).set(event_loop.iteration());
         if would_block {
             let stats = &event_loop.inner.stats;
             let counter = match side {
@@ -352,7 +398,7 @@ impl State {
     fn park_time(&self, side: Side, after_drain: bool) -> u64 {
         let dir = self.direction(side);
         if after_drain && dir.drained.get() {
-            return dir.drained_at.get();
+            return self.drained_at(side).get();
         }
         self.event_loop().map_or(0, |l| l.iteration())
     }
@@ -392,28 +438,28 @@ impl State {
     fn fire(&self, event_loop: &EventLoop, side: Side) {
         let dir = self.direction(side);
         let now = event_loop.iteration();
-        if dir.drained_at.get() < now {
+        if self.drained_at(side).get() < now {
             dir.drained.set(false);
         }
         // The common case, one task waiting and no poll-based caller: wake it without
-        // moving anything else.
-        if matches!(*dir.slot.borrow(), PollSlot::Empty) {
-            let single = dir.waiters.borrow_mut().take_single_before(now);
+        // moving anything else (and without reading the slot, unless one was ever used).
+        if !dir.slot_used.get() || matches!(*self.cold(side).slot.borrow(), PollSlot::Empty) {
+            let single = self.waiters(side).borrow_mut().take_single_before(now);
             if let Some(w) = single {
                 // May call user code (a waker); no borrow is held.
                 w.wakes.wake(event_loop);
                 return;
             }
         }
-        let mut woken = std::mem::take(&mut *dir.spare.borrow_mut());
+        let mut woken = std::mem::take(&mut *self.cold(side).spare.borrow_mut());
         let still_waiting = {
-            let mut waiters = dir.waiters.borrow_mut();
+            let mut waiters = self.waiters(side).borrow_mut();
             waiters.take_before(now, &mut woken);
             !waiters.is_empty()
         };
         // The poll slot is one more waiter, under the same rule.
         let slot_waker = {
-            let mut slot = dir.slot.borrow_mut();
+            let mut slot = self.cold(side).slot.borrow_mut();
             match &*slot {
                 PollSlot::Waiting { parked, .. } if *parked < now => {
                     match std::mem::replace(&mut *slot, PollSlot::Fired) {
@@ -424,7 +470,7 @@ impl State {
                 _ => None,
             }
         };
-        let still_waiting = still_waiting || dir.slot_waiting();
+        let still_waiting = still_waiting || self.cold(side).slot_waiting();
         if woken.is_empty() && slot_waker.is_none() && !still_waiting {
             // Readiness nobody waits for (the last waiter was served, or left): stop the
             // level-triggered fd from queueing us every iteration.
@@ -442,7 +488,7 @@ impl State {
         if let Some(waker) = slot_waker {
             waker.wake();
         }
-        let mut spare = dir.spare.borrow_mut();
+        let mut spare = self.cold(side).spare.borrow_mut();
         if spare.capacity() < woken.capacity() {
             *spare = woken;
         }
@@ -459,7 +505,7 @@ impl State {
     ) -> Poll<io::Result<()>> {
         let dir = self.direction(side);
         {
-            let mut slot = dir.slot.borrow_mut();
+            let mut slot = self.cold(side).slot.borrow_mut();
             match &mut *slot {
                 PollSlot::Fired => {
                     *slot = PollSlot::Empty;
@@ -480,7 +526,8 @@ impl State {
             }
         }
         let parked = self.park_time(side, after_drain);
-        *dir.slot.borrow_mut() = PollSlot::Waiting {
+        dir.slot_used.set(true);
+        *self.cold(side).slot.borrow_mut() = PollSlot::Waiting {
             waker: cx.waker().clone(),
             parked,
         };
@@ -690,9 +737,15 @@ impl<T: AsFd> Async<T> {
                     fd,
                     event_loop: RefCell::new(event_loop),
                     loop_id: Cell::new(loop_id),
-                    read: Direction::default(),
-                    write: Direction::default(),
+                    read: Flags::default(),
+                    write: Flags::default(),
                     next_id: Cell::new(0),
+                    read_drained_at: Cell::new(0),
+                    read_waiters: RefCell::default(),
+                    write_drained_at: Cell::new(0),
+                    write_waiters: RefCell::default(),
+                    read_cold: Cold::default(),
+                    write_cold: Cold::default(),
                 }),
             },
             io,
@@ -857,7 +910,7 @@ impl<T: AsFd> Async<T> {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     result => {
                         if let Wait::Slot = wait {
-                            *state.direction(side).slot.borrow_mut() = PollSlot::Empty;
+                            *state.cold(side).slot.borrow_mut() = PollSlot::Empty;
                         }
                         return Poll::Ready(result);
                     }
@@ -1184,10 +1237,10 @@ impl<T: AsFd> fmt::Debug for Async<T> {
             .field("fd", &state.fd)
             .field("reader_registered", &state.read.registered.get())
             .field("writer_registered", &state.write.registered.get())
-            .field("waiting_readable", &state.read.waiters.borrow().len())
-            .field("waiting_writable", &state.write.waiters.borrow().len())
-            .field("poll_waiting_readable", &state.read.slot_waiting())
-            .field("poll_waiting_writable", &state.write.slot_waiting())
+            .field("waiting_readable", &state.read_waiters.borrow().len())
+            .field("waiting_writable", &state.write_waiters.borrow().len())
+            .field("poll_waiting_readable", &state.read_cold.slot_waiting())
+            .field("poll_waiting_writable", &state.write_cold.slot_waiting())
             .field("read_drained", &state.read.drained.get())
             .field("write_drained", &state.write.drained.get())
             .finish()
@@ -1236,7 +1289,7 @@ impl Future for Readiness<'_> {
         let state = self.state;
         let dir = state.direction(self.side);
         if let Some(id) = self.id {
-            let mut waiters = dir.waiters.borrow_mut();
+            let mut waiters = state.waiters(self.side).borrow_mut();
             return match waiters.find_mut(id) {
                 Some(w) => {
                     // Still waiting (someone else woke the task): keep the newest waker.
@@ -1261,7 +1314,7 @@ impl Future for Readiness<'_> {
         let id = state.next_id.get();
         state.next_id.set(id.wrapping_add(1));
         let parked = state.park_time(self.side, self.after_drain);
-        dir.waiters.borrow_mut().push(Waiter {
+        state.waiters(self.side).borrow_mut().push(Waiter {
             id,
             wakes: Wakes::of(cx.waker()),
             parked,
@@ -1276,17 +1329,18 @@ impl Drop for Readiness<'_> {
         let Some(id) = self.id.take() else {
             return;
         };
-        let dir = self.state.direction(self.side);
+        let state = self.state;
+        let dir = state.direction(self.side);
         // Our entry gone means the callback took it: readiness came and we were served,
         // only not told yet (an operation retried before this future was polled again, as
         // `poll_op` does). Then the registration stays: the next wait of this task in the
         // same iteration would re-add it at once, and if nobody waits the reader removes
         // itself at its next report.
         let left_empty = {
-            let mut waiters = dir.waiters.borrow_mut();
+            let mut waiters = state.waiters(self.side).borrow_mut();
             waiters.remove(id) && waiters.is_empty()
         };
-        if left_empty && !dir.slot_waiting() {
+        if left_empty && !(dir.slot_used.get() && state.cold(self.side).slot_waiting()) {
             // The last waiter left before readiness came (edge case 65): nobody should be
             // woken for this fd any more, so the interest goes now (unless a poll-based
             // caller waits in the slot).
@@ -1325,6 +1379,40 @@ mod tests {
 
     fn ids(w: &Waiters) -> Vec<u64> {
         w.first.iter().chain(&w.more).map(|w| w.id).collect()
+    }
+
+    /// What an echo round trip reads of the state comes first, and with the `Rc`'s two
+    /// counts takes at most two cache lines' worth (128 bytes): a field added in front, or a
+    /// waiter grown, fails here rather than as cache misses nobody sees (`State`'s layout).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_round_trips_fields_come_first_in_two_lines() {
+        use std::mem::{offset_of, size_of};
+        let hot = [
+            offset_of!(State, fd),
+            offset_of!(State, read),
+            offset_of!(State, write),
+            offset_of!(State, loop_id),
+            offset_of!(State, next_id),
+            offset_of!(State, read_drained_at),
+            offset_of!(State, read_waiters),
+        ];
+        let end = offset_of!(State, read_waiters) + size_of::<RefCell<Waiters>>();
+        assert!(hot.iter().all(|&offset| offset < end));
+        let rc_counts = 2 * size_of::<usize>();
+        assert!(
+            rc_counts + end <= 128,
+            "the hot part ends at {}",
+            rc_counts + end
+        );
+        for cold in [
+            offset_of!(State, write_waiters),
+            offset_of!(State, event_loop),
+            offset_of!(State, read_cold),
+            offset_of!(State, write_cold),
+        ] {
+            assert!(cold >= end, "a cold field at {cold}, inside the hot part");
+        }
     }
 
     #[test]
