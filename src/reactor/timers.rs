@@ -19,8 +19,8 @@
 //!   ([`Timers::resequence`], once per 2^32 timers).
 //! - **Small entries, no pointer chasing.** An entry is the deadline and `seq << 32 | slot`:
 //!   the four children of a node are 64 contiguous bytes (libev's choice of node, `ANHE`), and
-//!   comparing two entries reads nothing but their deadlines. The slot is read only when a timer leaves the
-//!   heap, and the closure only when it runs.
+//!   comparing two entries reads nothing but their deadlines. The slot is read only when a
+//!   timer leaves the heap, and the closure only when it runs.
 //! - **Cancel is lazy and O(1).** `TimerHandle::cancel` drops the closure and marks the slot;
 //!   the entry stays in the heap until it reaches the top, where [`Timers::next_deadline`] and
 //!   [`Timers::expire`] discard it (so a cancelled near timer does not cause a useless
