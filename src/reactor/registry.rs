@@ -92,7 +92,9 @@ impl Registry {
     /// `waker_fd` is what the selector's events name for the loop's waker, already set up
     /// by `evloop_sys::selector::waker_for` (an fd registered for read interest, or the
     /// kqueue fd for kqueue's `EVFILT_USER`).
-    pub(crate) fn new(selector: Box<dyn Selector>, waker_fd: RawFd) -> io::Result<Registry> {
+    pub(crate) fn new(mut selector: Box<dyn Selector>, waker_fd: RawFd) -> io::Result<Registry> {
+        // The selector's own buffers too: the loop's first real wait allocates nothing.
+        selector.reserve(EVENTS_INITIAL);
         Ok(Registry {
             selector,
             slots: FdMap::default(),
@@ -347,6 +349,7 @@ impl Registry {
         }
         if self.events.is_full() && self.events.capacity() < EVENTS_MAX {
             self.events = Events::with_capacity(self.events.capacity() * 2);
+            self.selector.reserve(self.events.capacity());
         }
         d
     }

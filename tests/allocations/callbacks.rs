@@ -118,6 +118,40 @@ per_backend! {
         }
     }
 
+    /// A loop's first wait that reaches the kernel may come long after it started: a loop
+    /// that always has work ready, or whose waits may not block and watch no fd, never makes
+    /// one. That wait allocates nothing either: the selector's buffers were sized with the
+    /// loop's event buffer (`Selector::reserve`). It used to size them on first use, so a
+    /// steady-state count that happened to hold the first blocking wait counted one
+    /// allocation.
+    fn the_first_wait_that_reaches_the_kernel_allocates_nothing(backend: Backend) {
+        let lp = EventLoop::with_backend(backend).unwrap();
+        let fired = Rc::new(Cell::new(0));
+        let arm = |delay: Duration| {
+            let fired = fired.clone();
+            lp.call_later(delay, move |_| fired.set(fired.get() + 1));
+        };
+        // Warm-up with due timers: nothing is watched and nothing may block, so no wait is
+        // made at all (`docs/03-one-iteration.md`), but the timers' memory grows.
+        for _ in 0..10 {
+            arm(Duration::ZERO);
+            lp.run_once().unwrap();
+        }
+        assert_eq!(fired.get(), 10);
+        let (allocations, ()) = count(|| {
+            arm(Duration::from_millis(2));
+            lp.run_once().unwrap(); // blocks in the selector until the timer is due
+            while fired.get() < 11 {
+                lp.run_once().unwrap();
+            }
+        });
+        assert!(lp.stats().time_blocked > Duration::ZERO, "the wait reached the kernel");
+        assert_eq!(
+            allocations, 0,
+            "{backend:?}: the loop's first blocking wait made {allocations} allocations"
+        );
+    }
+
     fn a_handle_kept_keeps_its_answer_after_its_cell_would_have_been_reused(backend: Backend) {
         let lp = EventLoop::with_backend(backend).unwrap();
         let kept = lp.call_soon(|_| ());

@@ -389,6 +389,12 @@ impl Selector for EpollSelector {
         }
     }
 
+    fn reserve(&mut self, events: usize) {
+        // `select` sizes `raw` to the capacity of its `Events`; doing it now spares it that.
+        self.raw
+            .resize(events.max(1), libc::epoll_event { events: 0, u64: 0 });
+    }
+
     fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
         let cap = events.capacity();

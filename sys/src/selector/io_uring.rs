@@ -920,6 +920,11 @@ impl Selector for IoUringSelector {
         Ok(!same)
     }
 
+    fn reserve(&mut self, events: usize) {
+        // The fds whose one-shot polls completed in one `select`, to arm again.
+        self.rearm.reserve(events);
+    }
+
     fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
         // Level triggering: what the last call reported is polled again (module docs).

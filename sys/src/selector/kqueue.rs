@@ -397,6 +397,13 @@ impl Selector for KqueueSelector {
         Ok(!was_there)
     }
 
+    fn reserve(&mut self, events: usize) {
+        // `raw` takes the events and the changes' errors (as many changes as events fit
+        // before it grows); `merged` the events.
+        self.raw.reserve(2 * events);
+        self.merged.reserve(events);
+    }
+
     fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
         let cap = events.capacity();

@@ -469,6 +469,16 @@ pub trait Selector: fmt::Debug + Send {
     /// Only unexpected kernel errors; EINTR is `Ok` with no events.
     fn select(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()>;
 
+    /// Sizes the buffers [`select`](Selector::select) fills for an [`Events`] of capacity
+    /// `events`, so that a `select` with such a buffer allocates nothing. The loop calls it when
+    /// it makes (or grows) its event buffer: otherwise the first wait that really reaches the
+    /// kernel, which may come long after the loop started (a loop that always has work ready
+    /// never makes one), would be the one to allocate. Backends that fill `events` directly do
+    /// nothing.
+    fn reserve(&mut self, events: usize) {
+        let _ = events;
+    }
+
     /// Which backend this is.
     fn backend(&self) -> Backend;
 
