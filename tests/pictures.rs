@@ -10,7 +10,7 @@
 //! - some page of `docs/` links to it by file name (an image or a link whose target ends with
 //!   the file's name).
 //!
-//! The five pictures of the teaching reference ([`REQUIRED`]) must exist. Every failure names
+//! The six pictures of the teaching reference ([`REQUIRED`]) must exist. Every failure names
 //! the file and what is wrong with it. The pictures themselves are drawn by
 //! `docs/img/make.py`; whether they are *right* is for a reader to judge, as an image.
 
@@ -19,12 +19,13 @@ mod common;
 use common::docs_util::{load_files, load_pages, root};
 
 /// The pictures the pages of `docs/` rely on.
-const REQUIRED: [&str; 5] = [
+const REQUIRED: [&str; 6] = [
     "iteration.svg",
     "task-step.svg",
     "io-sequence.svg",
     "microtasks.svg",
     "timer-slots.svg",
+    "socket-state.svg",
 ];
 
 /// The 1-based line of byte offset `at`.

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Draws the five explanatory pictures of docs/ as SVG files, next to this script.
+"""Draws the six explanatory pictures of docs/ as SVG files, next to this script.
 
     python3 docs/img/make.py              rewrite iteration.svg, task-step.svg,
-                                          io-sequence.svg, microtasks.svg and
-                                          timer-slots.svg
+                                          io-sequence.svg, microtasks.svg,
+                                          timer-slots.svg and socket-state.svg
     python3 docs/img/make.py --dark DIR   also write DIR/NAME-dark.svg, the same drawings
                                           with the dark colours applied unconditionally
                                           (to look at the dark variant with a renderer that
@@ -757,12 +757,91 @@ def timer_slots():
     )
 
 
+def socket_state():
+    g = Svg(900, 482)
+    g.text(24, 34, "What an echo round trip reads of a socket's state, cache line by cache line", "t")
+    g.text(24, 58, "src/net/async_fd.rs: State, Flags, Cold (x86-64; the allocation is Rc's two "
+           "counts, then the state)", "mu")
+    x0, px = 80, 2.0  # bytes 0..384 of the allocation, two pixels per byte
+
+    def strip(y, title, fields, note):
+        g.text(24, y - 12, title, "h")
+        for line in range(6):
+            x = x0 + line * 64 * px
+            g.rect(x, y, 64 * px, 58, "b-band", rx=0)
+            g.text(x + 4, y + 72, f"line {line}", "s mu")
+        for start, end, label, hot in fields:
+            x, w = x0 + start * px, (end - start) * px
+            g.rect(x, y + 6, w, 46, "b-tm" if hot else "b-n", rx=2)
+            if label:
+                g.text(x + w / 2, y + 33, label, "s", "middle")
+        for line in range(7):
+            x = x0 + line * 64 * px
+            g.path(f"M{x:g},{y - 4:g} L{x:g},{y + 62:g}", "n", arrow=False, dash=True, width=1)
+        g.lines(24, y + 96, note, "s")
+
+    before = [
+        (0, 16, "Rc", True),
+        (16, 48, "spare", False),
+        (48, 120, "read waiters", True),
+        (120, 160, "read slot", True),
+        (160, 176, "flags", True),
+        (176, 208, "spare", False),
+        (208, 280, "write waiters", False),
+        (280, 320, "write slot", False),
+        (320, 336, "flags", True),
+        (336, 352, "loop", False),
+        (352, 368, "ids", True),
+        (368, 376, "", False),
+    ]
+    after = [
+        (0, 16, "Rc", True),
+        (16, 32, "", True),
+        (32, 56, "", True),
+        (56, 128, "read waiters", True),
+        (128, 208, "write waiters", False),
+        (208, 224, "loop", False),
+        (224, 296, "read slot, spare", False),
+        (296, 368, "write slot, spare", False),
+    ]
+    strip(104, "Left to the compiler (round seven): the fields a round trip reads lie in four lines",
+          before, ["Each side was one struct: its spare list, waiters, poll slot and flags; the "
+                   "loop, its id, the next waiter id and the fd came last."])
+    strip(244, "repr(C), a round trip's fields first (round eight): two lines",
+          after, ["Bytes 16 to 56: the fd, the Flags of both sides, the loop's id, the next waiter "
+                  "id, when the read side was found drained.",
+                  "The poll slots and spare lists (Cold) go last."])
+    g.rect(x0, 384, 30, 18, "b-tm", rx=2)
+    g.text(x0 + 40, 398, "read by every round trip (the report's Rc clone, the reader callback, "
+           "the read and the write)", "s")
+    g.rect(x0, 410, 30, 18, "b-n", rx=2)
+    g.text(x0 + 40, 424, "read only off the common path (a writer that waits, a poll-based "
+           "caller, several waiters)", "s")
+    g.text(24, 456, "Echo at 1,000 connections: 10.7 simulated L1 read misses per round trip "
+           "before, 8.75 after (docs/16-performance.md).", "s")
+    g.h = 474
+    return g, (
+        "What an echo round trip reads of a socket's state",
+        "Two strips show the bytes of the allocation that holds a socket's state, 384 bytes in "
+        "six cache lines of 64 bytes, with the fields an echo round trip reads highlighted. Left "
+        "to the compiler's field order, each direction was one piece (spare list, waiters, poll "
+        "slot, flags) and the loop's id and next waiter id came last, so a round trip read four "
+        "lines: the reference counts and the read waiters, the read slot, the flags, and the "
+        "write flags with the ids. With repr(C) and the hot fields first, the reference counts, "
+        "the fd, the flags of both sides, the ids, the read side's drained-at and its waiters "
+        "fill the first two lines, and the write waiters, the loop, and the poll slots and spare "
+        "lists follow. The simulated L1 read misses per round trip at 1,000 connections went "
+        "from 10.7 to 8.75.",
+    )
+
+
 PICTURES = {
     "iteration.svg": iteration,
     "task-step.svg": task_step,
     "io-sequence.svg": io_sequence,
     "microtasks.svg": microtasks,
     "timer-slots.svg": timer_slots,
+    "socket-state.svg": socket_state,
 }
 
 
