@@ -258,13 +258,6 @@ struct Cold {
     slot: RefCell<PollSlot>,
 }
 
-impl Cold {
-    /// Whether a poll-based caller waits (a fired slot does not: it is served).
-    fn slot_waiting(&self) -> bool {
-        matches!(*self.slot.borrow(), PollSlot::Waiting { .. })
-    }
-}
-
 /// What the wrapper, its futures and its registered callbacks share.
 ///
 /// **Layout.** An echo round trip reads the reference count (the loop's report holds a
@@ -325,6 +318,21 @@ impl State {
             Side::Reader => &self.read_cold,
             Side::Writer => &self.write_cold,
         }
+    }
+
+    /// Whether `side`'s poll slot is empty: no poll-based caller waits, or was served and
+    /// not told yet. The slot, a cache line away, is read only if a caller ever used it
+    /// (`Flags::slot_used`).
+    fn slot_empty(&self, side: Side) -> bool {
+        !self.direction(side).slot_used.get()
+            || matches!(*self.cold(side).slot.borrow(), PollSlot::Empty)
+    }
+
+    /// Whether a poll-based caller waits in `side`'s slot (a fired slot does not: it is
+    /// served). Read as [`slot_empty`](State::slot_empty) is.
+    fn slot_waiting(&self, side: Side) -> bool {
+        self.direction(side).slot_used.get()
+            && matches!(*self.cold(side).slot.borrow(), PollSlot::Waiting { .. })
     }
 
     /// The loop to register with: the remembered one, or (first time) the running one.
@@ -443,7 +451,7 @@ impl State {
         }
         // The common case, one task waiting and no poll-based caller: wake it without
         // moving anything else (and without reading the slot, unless one was ever used).
-        if !dir.slot_used.get() || matches!(*self.cold(side).slot.borrow(), PollSlot::Empty) {
+        if self.slot_empty(side) {
             let single = self.waiters(side).borrow_mut().take_single_before(now);
             if let Some(w) = single {
                 // May call user code (a waker); no borrow is held.
@@ -470,7 +478,7 @@ impl State {
                 _ => None,
             }
         };
-        let still_waiting = still_waiting || self.cold(side).slot_waiting();
+        let still_waiting = still_waiting || self.slot_waiting(side);
         if woken.is_empty() && slot_waker.is_none() && !still_waiting {
             // Readiness nobody waits for (the last waiter was served, or left): stop the
             // level-triggered fd from queueing us every iteration.
@@ -1239,8 +1247,8 @@ impl<T: AsFd> fmt::Debug for Async<T> {
             .field("writer_registered", &state.write.registered.get())
             .field("waiting_readable", &state.read_waiters.borrow().len())
             .field("waiting_writable", &state.write_waiters.borrow().len())
-            .field("poll_waiting_readable", &state.read_cold.slot_waiting())
-            .field("poll_waiting_writable", &state.write_cold.slot_waiting())
+            .field("poll_waiting_readable", &state.slot_waiting(Side::Reader))
+            .field("poll_waiting_writable", &state.slot_waiting(Side::Writer))
             .field("read_drained", &state.read.drained.get())
             .field("write_drained", &state.write.drained.get())
             .finish()
@@ -1330,7 +1338,6 @@ impl Drop for Readiness<'_> {
             return;
         };
         let state = self.state;
-        let dir = state.direction(self.side);
         // Our entry gone means the callback took it: readiness came and we were served,
         // only not told yet (an operation retried before this future was polled again, as
         // `poll_op` does). Then the registration stays: the next wait of this task in the
@@ -1340,7 +1347,7 @@ impl Drop for Readiness<'_> {
             let mut waiters = state.waiters(self.side).borrow_mut();
             waiters.remove(id) && waiters.is_empty()
         };
-        if left_empty && !(dir.slot_used.get() && state.cold(self.side).slot_waiting()) {
+        if left_empty && !state.slot_waiting(self.side) {
             // The last waiter left before readiness came (edge case 65): nobody should be
             // woken for this fd any more, so the interest goes now (unless a poll-based
             // caller waits in the slot).
