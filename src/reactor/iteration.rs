@@ -61,8 +61,8 @@ impl EventLoop {
         let mut guard = self.inner.registry.borrow_mut();
         let registry = guard.as_mut().ok_or_else(|| closed_error("run"))?;
         self.flush_interest(registry, pass);
-        let timeout = self.choose_timeout(registry, pass, nowait);
-        let (posted, after) = self.wait(registry, pass, timeout)?;
+        let (timeout, read_at) = self.choose_timeout(registry, pass, nowait);
+        let (posted, after) = self.wait(registry, pass, timeout, read_at)?;
         self.dispatch_io(registry, pass, posted);
         drop(guard);
         self.expire_timers(pass, after);
@@ -105,10 +105,19 @@ impl EventLoop {
         }
     }
 
-    /// Step 2: how long the wait may block. `None` blocks until I/O or a wake-up.
+    /// Step 2: how long the wait may block. `None` blocks until I/O or a wake-up. Also
+    /// returns the clock reading the timeout was computed from (0: none was made), which step
+    /// 3 takes as the start of the wait it times: with a timer pending, the wait then costs
+    /// one clock reading, not two.
     #[inline]
-    fn choose_timeout(&self, registry: &Registry, pass: Pass, nowait: bool) -> Option<Duration> {
+    fn choose_timeout(
+        &self,
+        registry: &Registry,
+        pass: Pass,
+        nowait: bool,
+    ) -> (Option<Duration>, u64) {
         let inner = &*self.inner;
+        let mut read_at = 0;
         let (timeout, why) = if nowait {
             (Some(Duration::ZERO), "run_nowait")
         } else if !inner.ready.borrow().is_empty() {
@@ -125,10 +134,10 @@ impl EventLoop {
                     // The clock is read only if a timer is pending: `Clock::timer_now` of the
                     // real clock, spelt out (through `timer_now` this step ran 16
                     // instructions more).
-                    let timeout = inner
-                        .timers
-                        .borrow_mut()
-                        .timeout(|| Now::Reading(clock::monotonic_ns()));
+                    let timeout = inner.timers.borrow_mut().timeout(|| {
+                        read_at = clock::monotonic_ns();
+                        Now::Reading(read_at)
+                    });
                     match timeout {
                         Some(timeout) => (Some(timeout), "next timer"),
                         None => (None, "nothing scheduled: block until I/O or a wake-up"),
@@ -139,7 +148,7 @@ impl EventLoop {
         if pass.trace {
             trace::timeout(inner, pass.iteration, timeout, why);
         }
-        timeout
+        (timeout, read_at)
     }
 
     /// Step 2 on a virtual clock (`clock.rs`), with nothing ready: the clock moves instead
@@ -184,7 +193,8 @@ impl EventLoop {
     }
 
     /// Step 3: wait in the selector. A wait that could block is timed into
-    /// `Stats::time_blocked` (two reads of the monotonic clock as plain nanoseconds); the
+    /// `Stats::time_blocked` (two readings of the monotonic clock as plain nanoseconds; the
+    /// first is step 2's, `read_at`, when it made one for a pending timer); the
     /// reading after the wait is returned too, for step 5 to expire the timers with, and 0
     /// stands for "no reading" (the monotonic clock is far past 0 once any process runs; were
     /// it not, step 5 would only read the clock again). A zero-timeout poll costs no clock read
@@ -203,6 +213,7 @@ impl EventLoop {
         registry: &mut Registry,
         pass: Pass,
         timeout: Option<Duration>,
+        read_at: u64,
     ) -> io::Result<(bool, u64)> {
         let inner = &*self.inner;
         if timeout == Some(Duration::ZERO) && registry.watches_nothing() {
@@ -216,7 +227,11 @@ impl EventLoop {
         // The time spent in a wait that could block, as plain nanoseconds (`Instant`'s checked
         // arithmetic would cost more than the two clock reads).
         let timed = timeout != Some(Duration::ZERO);
-        let before = if timed { clock::monotonic_ns() } else { 0 };
+        let before = match (timed, read_at) {
+            (false, _) => 0,
+            (true, 0) => clock::monotonic_ns(),
+            (true, read_at) => read_at,
+        };
         registry.select(timeout)?;
         let after = if timed { clock::monotonic_ns() } else { 0 };
         let blocked = after.saturating_sub(before);

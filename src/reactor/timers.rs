@@ -247,7 +247,7 @@ impl Timers {
     /// The heap key of `now + delay`, with no `Instant` arithmetic: `now`'s key plus the delay
     /// in nanoseconds. The same key as [`key_at`](Timers::key_at)`(now + delay)` wherever
     /// keys are exact (±292 years around the epoch).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn key_after(&self, now: impl Into<Now>, delay: Duration) -> u64 {
         now.into().key(self.slots.epoch).saturating_add(ns(delay))
     }
