@@ -10,6 +10,9 @@
 //! `call_at`), `-- tasks N` (spawn N trivial tasks, then await
 //! each), `-- ping N [timer]` (N blocking iterations, each woken by one fd pinging itself;
 //! `timer`: with a far timer pending; CPU time per iteration; evloop's own, no peer runs it),
+//! `-- timeouts N [bare]` (one task awaits N times a future pending once, under a one-second
+//! `timeout`; `bare`: without it), `-- resets N` (an idle deadline pushed back N times, each
+//! before waiting for a future pending once),
 //! `-- xthread N` (another thread posts with
 //! `call_soon_threadsafe`, the loop's callback replies over a std channel; round-trip times).
 
@@ -149,6 +152,68 @@ fn timers(n: usize, later: bool) {
     emit(bench, "wakeups", (lp.stats().iterations - it0) as f64);
 }
 
+/// One task awaits, N times, a future that is pending once (`yield_now`) under a one-second
+/// `timeout`, as a server puts a deadline on each read: every time the timeout's timer is
+/// armed on the first poll and cancelled when the future wins. `bare`: the same without the
+/// timeout; the difference is what a timeout costs. (tokio's `time::timeout` around its
+/// `task::yield_now` is the same workload there.)
+fn timeouts(n: u64, bare: bool) {
+    let lp = EventLoop::new().unwrap();
+    let t0 = Instant::now();
+    lp.run_until_complete(async move {
+        for _ in 0..n {
+            if bare {
+                evloop::yield_now().await;
+            } else {
+                let won = evloop::timeout(Duration::from_secs(1), evloop::yield_now()).await;
+                assert!(won.is_ok(), "the future wins long before a second");
+            }
+        }
+    })
+    .unwrap();
+    let bench = if bare { "yields" } else { "timeouts" };
+    emit(
+        bench,
+        "ns_per_op",
+        t0.elapsed().as_nanos() as f64 / n as f64,
+    );
+}
+
+/// The idle-timeout pattern: one task holds a one-second sleep and, N times, pushes its
+/// deadline a second past now (a message came in) and waits for the next message (a future
+/// pending once, `yield_now`) or the deadline, whichever comes first. tokio's `Sleep::reset`
+/// in the same loop is the same workload there.
+fn resets(n: u64) {
+    use std::future::Future;
+    use std::task::Poll;
+    let lp = EventLoop::new().unwrap();
+    let t0 = Instant::now();
+    lp.run_until_complete(async move {
+        let mut idle = evloop::sleep(Duration::from_secs(1));
+        for _ in 0..n {
+            idle.reset(Instant::now() + Duration::from_secs(1));
+            let mut message = std::pin::pin!(evloop::yield_now());
+            std::future::poll_fn(|cx| {
+                if message.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(());
+                }
+                assert!(
+                    std::pin::Pin::new(&mut idle).poll(cx).is_pending(),
+                    "not idle"
+                );
+                Poll::Pending
+            })
+            .await;
+        }
+    })
+    .unwrap();
+    emit(
+        "resets",
+        "ns_per_op",
+        t0.elapsed().as_nanos() as f64 / n as f64,
+    );
+}
+
 /// Spawns N trivial tasks, then awaits each (the peers' `tasks` workload).
 fn tasks(n: usize) {
     let lp = EventLoop::new().unwrap();
@@ -285,6 +350,11 @@ fn main() {
         ),
         Some("xthread") => xthread(arg(&args, 1, 5_000) as usize),
         Some("tasks") => tasks(arg(&args, 1, 1_000_000) as usize),
+        Some("timeouts") => timeouts(
+            arg(&args, 1, 1_000_000),
+            args.get(2).is_some_and(|a| a == "bare"),
+        ),
+        Some("resets") => resets(arg(&args, 1, 1_000_000)),
         Some("ping") => ping(
             arg(&args, 1, 200_000),
             args.get(2).is_some_and(|a| a == "timer"),
@@ -297,6 +367,9 @@ fn main() {
             tasks(1_000_000);
             ping(200_000, false);
             ping(200_000, true);
+            timeouts(1_000_000, false);
+            timeouts(1_000_000, true);
+            resets(1_000_000);
             xthread(5_000);
         }
         Some(other) => {
