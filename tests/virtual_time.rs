@@ -107,6 +107,53 @@ per_backend! {
         assert_eq!(lp.virtual_elapsed(), Some(Duration::ZERO));
     }
 
+    /// The idle-timeout pattern: an armed sleep pushed later again and again keeps its timer
+    /// (no cancel, no new timer per push); that timer fires at the first deadline, the sleep
+    /// is polled, re-arms for the latest one and ends exactly there, never before.
+    fn a_sleep_pushed_later_keeps_its_timer_and_ends_at_the_last_deadline(backend: Backend) {
+        let lp = virtual_loop(backend, true);
+        let counts = lp.run_until_complete(async {
+            let lp = evloop::current();
+            let t0 = lp.time();
+            let mut idle = evloop::sleep(Duration::from_millis(10));
+            // Polled once: its timer is armed for 10 ms.
+            assert!(evloop::timeout(Duration::ZERO, &mut idle).await.is_err());
+            let before = lp.stats();
+            for ms in 11..=110 {
+                idle.reset(t0 + Duration::from_millis(ms));
+                evloop::yield_now().await;
+            }
+            (&mut idle).await;
+            assert_eq!(lp.time() - t0, Duration::from_millis(110), "ends at the last deadline");
+            let after = lp.stats();
+            (
+                after.timers_cancelled - before.timers_cancelled,
+                after.timers_fired - before.timers_fired,
+            )
+        });
+        assert_eq!(
+            counts.unwrap(),
+            (0, 2),
+            "(cancelled, fired): the first timer fired at 10 ms and woke the sleep, which armed \
+             one more for 110 ms"
+        );
+    }
+
+    /// Moved earlier, an armed sleep is re-armed: it ends at the new deadline.
+    fn a_sleep_moved_earlier_ends_at_the_new_deadline(backend: Backend) {
+        let lp = virtual_loop(backend, true);
+        let took = lp.run_until_complete(async {
+            let lp = evloop::current();
+            let t0 = lp.time();
+            let mut sleep = evloop::sleep(Duration::from_secs(3600));
+            assert!(evloop::timeout(Duration::ZERO, &mut sleep).await.is_err());
+            sleep.reset(t0 + Duration::from_millis(5));
+            sleep.await;
+            lp.time() - t0
+        });
+        assert_eq!(took.unwrap(), Duration::from_millis(5));
+    }
+
     fn advance_fires_exactly_the_due_timers_in_order_each_at_its_deadline(backend: Backend) {
         let lp = virtual_loop(backend, false);
         let log: Log = Rc::default();

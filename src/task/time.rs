@@ -25,10 +25,13 @@ pub struct Sleep {
     armed: Option<Armed>,
 }
 
-/// A [`Sleep`]'s timer and a copy of the waker the timer's callback owns (kept to notice a
-/// poll from another task, which must be woken instead).
+/// A [`Sleep`]'s timer, the deadline it was armed for, and a copy of the waker the timer's
+/// callback owns (kept to notice a poll from another task, which must be woken instead). The
+/// sleep's own deadline may have moved later since ([`Sleep::reset`]): then the timer fires
+/// first, and the poll it causes arms another for the later deadline.
 struct Armed {
     timer: TimerHandle,
+    at: Instant,
     waker: Waker,
 }
 
@@ -116,7 +119,14 @@ impl Sleep {
         }
     }
 
-    /// Moves the deadline (the timer is re-armed on the next poll).
+    /// Moves the deadline.
+    ///
+    /// Moved later, an armed sleep keeps its timer: that timer fires at the earlier deadline,
+    /// and the poll it causes (a spurious wake-up, which futures allow) arms one for the new
+    /// deadline. So the idle-timeout pattern, pushing a deadline back on every message, costs
+    /// a comparison per message and one wake-up per period, not a cancelled timer and a new one
+    /// per message (libev's advice for such timeouts, built in). Moved earlier, the timer is
+    /// re-armed on the next poll.
     ///
     /// # Examples
     ///
@@ -134,10 +144,14 @@ impl Sleep {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
-        if let Some(armed) = self.armed.take() {
-            armed.timer.cancel();
-        }
         self.deadline = Deadline::At(deadline);
+        // Not earlier: the armed timer stays; when it has fired (now or before), the next poll
+        // sees the deadline past it and arms another (see above).
+        if self.armed.as_ref().is_some_and(|armed| deadline < armed.at) {
+            if let Some(armed) = self.armed.take() {
+                armed.timer.cancel();
+            }
+        }
     }
 }
 
@@ -147,13 +161,17 @@ impl Future for Sleep {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if let Some(armed) = &self.armed {
             if armed.timer.is_done() {
-                return Poll::Ready(()); // the callback ran: it woke us
-            }
-            if armed.waker.will_wake(cx.waker()) {
+                // The callback ran and woke us: done, unless the deadline moved past it.
+                let postponed = matches!(self.deadline, Deadline::At(when) if when > armed.at);
+                if !postponed {
+                    return Poll::Ready(());
+                }
+            } else if armed.waker.will_wake(cx.waker()) {
                 return Poll::Pending;
             }
         }
-        // The first poll, or a poll from another task than the one the timer would wake.
+        // The first poll, a poll from another task than the one the timer would wake, or a
+        // deadline moved past the timer that fired.
         let event_loop = crate::reactor::current();
         let deadline = match self.deadline {
             Deadline::At(when) => when,
@@ -164,7 +182,12 @@ impl Future for Sleep {
         let wake = waker.clone();
         // The timer's callback wakes the task; `is_done` on its handle says it ran.
         let timer = event_loop.call_at(deadline, move |_| wake.wake());
-        if let Some(old) = self.armed.replace(Armed { timer, waker }) {
+        let armed = Armed {
+            timer,
+            at: deadline,
+            waker,
+        };
+        if let Some(old) = self.armed.replace(armed) {
             old.timer.cancel();
         }
         Poll::Pending
