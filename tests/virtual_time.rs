@@ -139,6 +139,64 @@ per_backend! {
         );
     }
 
+    /// Random programs over one sleep at a time, checked against what the deadline says:
+    /// polls that may arm it, moves later and earlier (past deadlines included), other sleeps
+    /// that let virtual time pass. A sleep never ends before its latest deadline, and ends
+    /// exactly then, or when it is next polled if that deadline had already passed.
+    fn random_resets_end_every_sleep_at_its_last_deadline(backend: Backend) {
+        let lp = virtual_loop(backend, true);
+        let ended = lp.run_until_complete(async {
+            let lp = evloop::current();
+            let ms = Duration::from_millis;
+            let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+            let mut rand = move |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let mut ended = 0;
+            for round in 0..300 {
+                let mut sleep = evloop::sleep(ms(1 + rand(40)));
+                let mut deadline = sleep.deadline();
+                let mut done = false;
+                for _ in 0..rand(12) {
+                    match rand(4) {
+                        0 => {
+                            if evloop::timeout(Duration::ZERO, &mut sleep).await.is_ok() {
+                                assert!(lp.time() >= deadline, "round {round}: ended early");
+                                done = true;
+                            }
+                        }
+                        1 => {
+                            // Later than the armed deadline, earlier, or already past.
+                            deadline = if rand(5) == 0 {
+                                lp.time().checked_sub(ms(rand(10))).unwrap_or(lp.time())
+                            } else {
+                                lp.time() + ms(rand(60))
+                            };
+                            sleep.reset(deadline);
+                            done = false;
+                        }
+                        _ => evloop::sleep(ms(rand(25))).await,
+                    }
+                }
+                if !done {
+                    let awaited = lp.time();
+                    (&mut sleep).await;
+                    assert_eq!(
+                        lp.time(),
+                        deadline.max(awaited),
+                        "round {round}: a sleep ends at its last deadline, or at once if past"
+                    );
+                }
+                ended += 1;
+            }
+            ended
+        });
+        assert_eq!(ended.unwrap(), 300);
+    }
+
     /// Moved earlier, an armed sleep is re-armed: it ends at the new deadline.
     fn a_sleep_moved_earlier_ends_at_the_new_deadline(backend: Backend) {
         let lp = virtual_loop(backend, true);
