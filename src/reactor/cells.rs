@@ -24,7 +24,11 @@
 //!   one closure type cannot hold another's. Each closure type (each call site, in practice)
 //!   has its pool, found by its `TypeId` (`by_type.rs`); the last pool used is one checked downcast away. A pool
 //!   keeps at most [`POOL_MAX`] cells, so memory stays within the live cells plus that much per
-//!   closure type.
+//!   closure type. The cell given back last waits beside the pool's vector, as its `spare`,
+//!   and is taken first: a callback that schedules one more of its kind (a chain, each of a
+//!   fan-out's chains) gets the cell the previous callback gave back without a borrow of the
+//!   vector or a push and a pop (`docs/16-performance.md`: 209 to 190 instructions per
+//!   callback).
 //! - **Handles keep their cell.** A cell is recycled only by its last holder, once it ran or
 //!   was cancelled: usually the loop; a `Handle` the user kept answers `is_done()` for as long
 //!   as it exists, and frees its cell with it, as any `Rc`. (Giving the cell back to the
@@ -88,15 +92,44 @@ trait AnyPool {
     fn clear(&self);
 }
 
-/// The finished cells of one closure type, ready for reuse.
+/// The finished cells of one closure type, ready for reuse: the one given back last, then
+/// the others.
 struct Pool<F> {
+    /// The cell given back last, taken first: a stream of callbacks that each schedule one
+    /// more of their type (a chain, a fan-out of chains) passes one cell from each to the next
+    /// through this, without touching the vector.
+    spare: Cell<Option<Rc<Once<F>>>>,
     free: RefCell<Vec<Rc<Once<F>>>>,
+}
+
+impl<F> Pool<F> {
+    /// A pooled cell, if there is one.
+    #[inline(always)]
+    fn take(&self) -> Option<Rc<Once<F>>> {
+        match self.spare.take() {
+            Some(cell) => Some(cell),
+            None => self.free.borrow_mut().pop(),
+        }
+    }
+
+    /// Keeps `cell` for reuse: as the spare, the spare before it going to the vector (the
+    /// two together up to [`POOL_MAX`]).
+    #[inline(always)]
+    fn give(&self, cell: Rc<Once<F>>) {
+        if let Some(older) = self.spare.replace(Some(cell)) {
+            let mut free = self.free.borrow_mut();
+            if free.len() + 1 < POOL_MAX {
+                free.push(older);
+            }
+        }
+    }
 }
 
 impl<F: 'static> AnyPool for Pool<F> {
     fn clear(&self) {
+        let spare = self.spare.take();
         let cells = std::mem::take(&mut *self.free.borrow_mut());
-        drop(cells); // pooled cells hold no closure: no user code runs
+        drop((spare, cells)); // pooled cells hold no closure: no user code runs
     }
 }
 
@@ -151,10 +184,7 @@ impl<F: FnOnce(&EventLoop) + 'static> Once<F> {
         {
             return;
         }
-        let mut free = cell.pool.free.borrow_mut();
-        if free.len() < POOL_MAX {
-            free.push(cell.clone());
-        }
+        cell.pool.give(cell.clone());
     }
 }
 
@@ -223,7 +253,7 @@ impl Cells {
         location: &'static Location<'static>,
     ) -> Rc<dyn Callback> {
         if let Some(pool) = self.pools.last::<Pool<F>>() {
-            let reused = pool.free.borrow_mut().pop();
+            let reused = pool.take();
             if let Some(cell) = reused {
                 return Once::refill(cell, callback, state, location);
             }
@@ -246,7 +276,7 @@ impl Cells {
         location: &'static Location<'static>,
     ) -> Rc<dyn Callback> {
         let pool = self.pool::<F>();
-        let reused = pool.free.borrow_mut().pop();
+        let reused = pool.take();
         match reused {
             Some(cell) => Once::refill(cell, callback, state, location),
             None => Once::new_rc(callback, state, location, pool),
@@ -257,6 +287,7 @@ impl Cells {
     fn pool<F: FnOnce(&EventLoop) + 'static>(&self) -> Rc<Pool<F>> {
         self.pools.get_or_make(|_| {
             let pool = Rc::new(Pool::<F> {
+                spare: Cell::new(None),
                 free: RefCell::new(Vec::new()),
             });
             (pool.clone(), pool)
@@ -265,7 +296,11 @@ impl Cells {
 
     #[cfg(test)]
     fn pooled<F: FnOnce(&EventLoop) + 'static>(&self, _: &F) -> usize {
-        self.pool::<F>().free.borrow().len()
+        let pool = self.pool::<F>();
+        let spare = pool.spare.take();
+        let n = usize::from(spare.is_some()) + pool.free.borrow().len();
+        pool.spare.set(spare);
+        n
     }
 }
 
@@ -302,6 +337,28 @@ mod tests {
         // Another closure type has a pool of its own.
         let g = |_: &EventLoop| ();
         assert_eq!(cells.pooled(&g), 0);
+    }
+
+    /// The last cell given back is reused first (the spare), the one before it next (from
+    /// the vector), and both count toward the pool.
+    #[test]
+    fn the_last_cell_given_back_is_reused_first() {
+        let cells = Cells::default();
+        let f = |_: &EventLoop| ();
+        let (a, b) = (
+            cells.insert(f, State::Queued, here()),
+            cells.insert(f, State::Queued, here()),
+        );
+        let addr = |c: &Rc<dyn Callback>| Rc::as_ptr(c) as *const u8;
+        let (addr_a, addr_b) = (addr(&a), addr(&b));
+        for cell in [a, b] {
+            cell.cancel();
+            cell.recycle();
+        }
+        assert_eq!(cells.pooled(&f), 2);
+        assert_eq!(addr(&cells.insert(f, State::Queued, here())), addr_b);
+        assert_eq!(addr(&cells.insert(f, State::Queued, here())), addr_a);
+        assert_eq!(cells.pooled(&f), 0);
     }
 
     #[test]
