@@ -698,6 +698,50 @@ mod tests {
         assert!(timers.len() <= 2 * timers.live() + 2);
     }
 
+    /// The sweep drops exactly the cancelled entries, and a slot it frees, reused by a new
+    /// timer, is live again: the next sweep keeps it, and it fires.
+    #[test]
+    fn the_sweep_drops_exactly_the_cancelled_entries_and_reused_slots_stay_live() {
+        let t0 = Instant::now();
+        let log = Log::default();
+        let mut timers = Timers::new();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let first: Vec<_> = (0..300)
+            .map(|i| push(&mut timers, at(1 + i), &log, i as u32))
+            .collect();
+        for h in first.iter().filter(|h| h.slot % 3 != 0) {
+            h.cancel();
+        }
+        let cancelled = first.iter().filter(|h| h.slot % 3 != 0).count();
+        assert_eq!(timers.slots.table.borrow().cancelled_in_heap, cancelled);
+        drop(first); // the slots of the cancelled timers can be freed once swept
+        timers.tidy();
+        assert_eq!(timers.slots.table.borrow().cancelled_in_heap, 0);
+        assert_eq!(timers.len(), 100, "only the live entries are left");
+        // New timers take the freed slots; cancelling a few others makes the next sweep run.
+        let second: Vec<_> = (0..200)
+            .map(|i| push(&mut timers, at(500 + i), &log, 1000 + i as u32))
+            .collect();
+        let third: Vec<_> = (0..200)
+            .map(|i| push(&mut timers, at(900 + i), &log, 2000 + i as u32))
+            .collect();
+        for h in &third {
+            h.cancel();
+        }
+        timers.tidy();
+        assert_eq!(
+            timers.len(),
+            300,
+            "the reused slots' timers survived the sweep"
+        );
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(at(2000), &mut ready), 300);
+        let ran = ids(&mut ready, &log);
+        let expected: Vec<u32> = (0..300).filter(|i| i % 3 == 0).chain(1000..1200).collect();
+        assert_eq!(ran, expected);
+        drop(second);
+    }
+
     #[test]
     fn edge_38_cancelled_head_does_not_set_the_deadline() {
         let t0 = Instant::now();
