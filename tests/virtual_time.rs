@@ -148,13 +148,8 @@ per_backend! {
         let ended = lp.run_until_complete(async {
             let lp = evloop::current();
             let ms = Duration::from_millis;
-            let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-            let mut rand = move |n: u64| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x % n
-            };
+            let mut rng = common::fuzz_model::Rng::new(7);
+            let mut rand = move |n: u64| rng.below(n);
             let mut ended = 0;
             for round in 0..300 {
                 let mut sleep = evloop::sleep(ms(1 + rand(40)));
