@@ -20,6 +20,16 @@ fn secs(lp: &EventLoop) -> f64 {
 
 type Log = Rc<RefCell<Vec<(String, Duration)>>>;
 
+/// A sleep of `delay`, made and polled once in the running loop (its timer is armed then),
+/// with the loop and the time it was made.
+async fn armed_sleep(delay: Duration) -> (EventLoop, Instant, evloop::Sleep) {
+    let lp = evloop::current();
+    let t0 = lp.time();
+    let mut sleep = evloop::sleep(delay);
+    assert!(evloop::timeout(Duration::ZERO, &mut sleep).await.is_err());
+    (lp, t0, sleep)
+}
+
 fn note(log: &Log, lp: &EventLoop, what: impl Into<String>) {
     log.borrow_mut()
         .push((what.into(), lp.virtual_elapsed().unwrap()));
@@ -113,11 +123,7 @@ per_backend! {
     fn a_sleep_pushed_later_keeps_its_timer_and_ends_at_the_last_deadline(backend: Backend) {
         let lp = virtual_loop(backend, true);
         let counts = lp.run_until_complete(async {
-            let lp = evloop::current();
-            let t0 = lp.time();
-            let mut idle = evloop::sleep(Duration::from_millis(10));
-            // Polled once: its timer is armed for 10 ms.
-            assert!(evloop::timeout(Duration::ZERO, &mut idle).await.is_err());
+            let (lp, t0, mut idle) = armed_sleep(Duration::from_millis(10)).await;
             let before = lp.stats();
             for ms in 11..=110 {
                 idle.reset(t0 + Duration::from_millis(ms));
@@ -196,10 +202,7 @@ per_backend! {
     fn a_sleep_moved_earlier_ends_at_the_new_deadline(backend: Backend) {
         let lp = virtual_loop(backend, true);
         let took = lp.run_until_complete(async {
-            let lp = evloop::current();
-            let t0 = lp.time();
-            let mut sleep = evloop::sleep(Duration::from_secs(3600));
-            assert!(evloop::timeout(Duration::ZERO, &mut sleep).await.is_err());
+            let (lp, t0, mut sleep) = armed_sleep(Duration::from_secs(3600)).await;
             sleep.reset(t0 + Duration::from_millis(5));
             sleep.await;
             lp.time() - t0

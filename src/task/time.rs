@@ -28,7 +28,9 @@ pub struct Sleep {
 /// A [`Sleep`]'s timer, the deadline it was armed for, and a copy of the waker the timer's
 /// callback owns (kept to notice a poll from another task, which must be woken instead). The
 /// sleep's own deadline may have moved later since ([`Sleep::reset`]): then the timer fires
-/// first, and the poll it causes arms another for the later deadline.
+/// first, and the poll it causes arms another for the later deadline. (`at` repeats the
+/// timer's deadline, which its handle keeps as a key: `reset` compares with it on every call,
+/// and `TimerHandle::when` would turn the key back into an instant each time.)
 struct Armed {
     timer: TimerHandle,
     at: Instant,
