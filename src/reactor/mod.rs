@@ -59,7 +59,7 @@ pub use remote::{LoopClosed, Remote};
 pub use weak::WeakEventLoop;
 
 pub(crate) use diagnostics::panic_message;
-pub(crate) use event_loop::{find_loop, loop_time, Inner};
+pub(crate) use event_loop::{find_loop, loop_time, running_time, Inner};
 pub(crate) use ready::{Ready, Watch};
 pub(crate) use registry::Side as IoSide;
 pub(crate) use remote::Shared;

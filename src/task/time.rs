@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::reactor::{loop_time, TimerHandle, MAX_DELAY};
+use crate::reactor::{loop_time, running_time, TimerHandle, MAX_DELAY};
 
 /// The future of [`sleep`] and [`sleep_until`].
 #[must_use = "futures do nothing unless awaited"]
@@ -70,8 +70,8 @@ enum Deadline {
 /// ```
 pub fn sleep(delay: Duration) -> Sleep {
     let delay = delay.min(MAX_DELAY);
-    let deadline = match crate::reactor::try_current() {
-        Some(event_loop) => Deadline::At(event_loop.time() + delay),
+    let deadline = match running_time() {
+        Some(now) => Deadline::At(now + delay),
         None => Deadline::After(delay),
     };
     Sleep {
@@ -350,7 +350,7 @@ pub fn interval(period: Duration) -> Interval {
     assert!(!period.is_zero(), "interval: the period must be non-zero");
     // Made outside a running loop, the first tick is when the interval is first polled (on
     // the polling loop's clock, which may be virtual).
-    let now = crate::reactor::try_current().map(|event_loop| event_loop.time());
+    let now = running_time();
     Interval {
         next: now,
         period: period.min(MAX_DELAY),
