@@ -494,6 +494,16 @@ mod tests {
         assert_eq!(handle.when(), now + delay);
     }
 
+    /// A seeded xorshift generator: the tests' random programs are a function of the seed.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     /// Schedules a timer that logs `id` when it runs.
     fn push(timers: &mut Timers, when: Instant, log: &Log, id: u32) -> TimerHandle {
         let log = log.clone();
@@ -520,13 +530,7 @@ mod tests {
     /// the tests below.)
     #[test]
     fn the_heap_pops_in_order_at_every_size() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut rand = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rand = xorshift(0x9E37_79B9_7F4A_7C15);
         for n in 0..150u64 {
             for narrow in [false, true] {
                 let mut heap = QuadHeap::default();
@@ -603,12 +607,10 @@ mod tests {
         let t0 = Instant::now();
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
-        let mut x: u64 = 0x0123_4567_89AB_CDEF;
+        let mut rand = xorshift(0x0123_4567_89AB_CDEF);
         let mut model = Vec::new();
         for id in 0..2_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rand();
             // Eight deadlines: runs of about 250, and some of 1 to 3 in between.
             let ms = if x % 50 == 0 { 100 + x % 7 } else { x % 8 };
             let when = t0 + Duration::from_millis(ms);
@@ -634,13 +636,8 @@ mod tests {
     #[test]
     fn random_operations_match_a_sorted_model() {
         let t0 = Instant::now();
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut rand = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+        let mut rand = move |n: u64| next() % n;
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
         let mut model: Vec<(Instant, u64, u32)> = Vec::new(); // live timers
