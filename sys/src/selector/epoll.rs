@@ -390,7 +390,10 @@ impl Selector for EpollSelector {
     }
 
     fn reserve(&mut self, events: usize) {
-        // `select` sizes `raw` to the capacity of its `Events`; doing it now spares it that.
+        // `raw` holds as many events as the loop's `Events` (whose capacity is at least
+        // one: `epoll_wait` refuses zero). `select` sizes it itself if the capacity changed;
+        // sized here, when the loop makes or grows its `Events`, the first wait allocates
+        // nothing.
         self.raw
             .resize(events.max(1), libc::epoll_event { events: 0, u64: 0 });
     }
@@ -399,8 +402,7 @@ impl Selector for EpollSelector {
         events.clear();
         let cap = events.capacity();
         if self.raw.len() != cap {
-            self.raw
-                .resize(cap, libc::epoll_event { events: 0, u64: 0 });
+            self.reserve(cap);
         }
         if !self.unwatched.is_empty() {
             self.watch_again()?;
