@@ -50,9 +50,16 @@ impl Clock {
     #[inline]
     pub(crate) fn now(&self) -> Instant {
         match self {
-            Clock::Real => Instant::now(),
+            Clock::Real => Clock::real_now(),
             Clock::Virtual(v) => v.now(),
         }
+    }
+
+    /// What time it is on any real clock: the monotonic clock (for a caller that knows the
+    /// clock is real without holding it, `event_loop::running_time`).
+    #[inline]
+    pub(crate) fn real_now() -> Instant {
+        Instant::now()
     }
 
     /// What time it is, for the timers: on the real clock a plain reading of the monotonic

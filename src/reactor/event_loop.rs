@@ -1179,7 +1179,7 @@ pub(crate) fn loop_time() -> Instant {
 pub(crate) fn running_time() -> Option<Instant> {
     match RUNNING.with(Cell::get) {
         (0, _) => None,
-        (_, false) => Some(Instant::now()),
+        (_, false) => Some(Clock::real_now()),
         (id, true) => find_loop(id).map(|inner| inner.clock.now()),
     }
 }
