@@ -4,10 +4,15 @@
 //!
 //! Layer: reactor, below `cells.rs` and `timer_slots.rs`. A closure's size is known only to
 //! its own type, so whatever holds closures inline is generic over that type; the loop keeps
-//! one such holder per type. Each is kept in two views of the same `Rc`: as `Any`, for the
-//! typed access of the scheduling verbs, and as `E`, the trait through which the loop uses
-//! every holder whatever its type (to run, cancel or empty it). Holders are numbered in the
-//! order they were made.
+//! one such holder per type. Each is kept in two views of the same `Rc`: as an
+//! [`AnyRc`], for the typed access of the scheduling verbs, and as `E`, the trait through
+//! which the loop uses every holder whatever its type (to run, cancel or empty it). Holders
+//! are numbered in the order they were made.
+//!
+//! The downcast of the hot path compares the `TypeId` an `AnyRc` keeps beside its pointer
+//! with the wanted one; `Rc<dyn Any>`'s own downcast asked the value through its vtable, an
+//! indirect call per `call_soon` that cost about a fifth of the fan-out benchmark's time
+//! (`docs/16-performance.md`, round ten).
 //!
 //! ```text
 //!  verb with closure F --> last() --(downcast to T<F> ok)--> the holder       (hot path)
@@ -16,17 +21,19 @@
 //!  loop, type erased   --> erased(n) / all_erased()  (as E)
 //! ```
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::cell::{Ref, RefCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
+use evloop_sys::any_rc::AnyRc;
+
 /// The holders of one kind (`E`: their type-erased trait), one per closure type.
 pub(crate) struct ByType<E: ?Sized> {
     /// The holder used last: a loop usually schedules the same closure type many times in a
     /// row.
-    last: RefCell<Option<Rc<dyn Any>>>,
+    last: RefCell<Option<AnyRc>>,
     /// Every holder, by number.
     all: RefCell<Vec<Views<E>>>,
     /// Holder numbers by type.
@@ -35,7 +42,7 @@ pub(crate) struct ByType<E: ?Sized> {
 
 /// One holder as the two views see it (the same `Rc`).
 struct Views<E: ?Sized> {
-    typed: Rc<dyn Any>,
+    typed: AnyRc,
     erased: Rc<E>,
 }
 
@@ -50,7 +57,8 @@ impl<E: ?Sized> Default for ByType<E> {
 }
 
 impl<E: ?Sized> ByType<E> {
-    /// The holder used last, if it is a `T` (the downcast is the type check).
+    /// The holder used last, if it is a `T` (the downcast is the type check: a comparison of
+    /// `TypeId`s, no virtual call).
     #[inline(always)]
     pub(crate) fn last<T: 'static>(&self) -> Option<Ref<'_, T>> {
         Ref::filter_map(self.last.borrow(), |last| {
@@ -61,7 +69,7 @@ impl<E: ?Sized> ByType<E> {
 
     /// [`last`](ByType::last) as an `Rc` of its own.
     pub(crate) fn last_rc<T: 'static>(&self) -> Option<Rc<T>> {
-        self.last.borrow().clone()?.downcast::<T>().ok()
+        self.last.borrow().as_ref()?.downcast::<T>()
     }
 
     /// The holder of type `T`, made on first use by `make`, which is given the holder's number
@@ -78,14 +86,17 @@ impl<E: ?Sized> ByType<E> {
                 let mut all = self.all.borrow_mut();
                 let number = u32::try_from(all.len()).expect("fewer than 2^32 closure types");
                 let (typed, erased) = make(number);
-                all.push(Views { typed, erased });
+                all.push(Views {
+                    typed: AnyRc::new(typed),
+                    erased,
+                });
                 number
             });
         let typed = self.all.borrow()[number as usize].typed.clone();
         *self.last.borrow_mut() = Some(typed.clone());
         typed
             .downcast::<T>()
-            .unwrap_or_else(|_| unreachable!("a holder is filed under its own type"))
+            .unwrap_or_else(|| unreachable!("a holder is filed under its own type"))
     }
 
     /// Holder number `n`, type erased.

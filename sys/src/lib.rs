@@ -7,8 +7,9 @@
 //!
 //! It knows fds, [`Interest`], [`Event`], `Duration` and `io::Error`, and nothing of
 //! callbacks, handles, futures or loops (as Python's `selectors` knows nothing of `asyncio`);
-//! [`pin_cell`], generic over what it pins, is the one piece here that exists for the layers
-//! above rather than for the kernel.
+//! [`pin_cell`], generic over what it pins, and [`any_rc`], generic over what it erases, are
+//! the two pieces here that exist for the layers above rather than for the kernel: each is a
+//! cast the compiler cannot check, done once behind a safe interface.
 //!
 //! Read in this order:
 //! 1. [`cvt`]: `-1`/`errno` to `io::Error`, and the EINTR policy, in one place.
@@ -28,7 +29,9 @@
 //!    signal state, our own `PATH` search); [`child`]: its exit as a readable fd (pidfd,
 //!    kqueue `EVFILT_PROC`), reaping it by pid, signalling it.
 //! 8. [`pin_cell`]: not a syscall but the one pin projection evloop needs: a header beside a
-//!    value pinned in place, in one allocation (evloop's task cells keep their future in it).
+//!    value pinned in place, in one allocation (evloop's task cells keep their future in it);
+//!    [`any_rc`]: not a syscall either, a type-erased `Rc` that keeps its `TypeId` beside the
+//!    pointer, so that the loop finds its holder for a closure type with no virtual call.
 //! 9. [`wait`]: not used by the loop: [`wait::poll_readable`], one `poll(2)` over a list of
 //!    fds, for a program that brings its own loop (the toy reactor of
 //!    `docs/00-a-loop-from-nothing.md`).
@@ -37,8 +40,8 @@
 //! [`wait`], which share the poll selector's `poll` call) build on [`waker`], [`fd`], [`cvt`]
 //! and [`timeout`]; [`waker`], [`signal`] and [`socket`] on [`fd`] and [`cvt`], and none of
 //! the three on another; [`spawn`] and [`child`] on [`fd`], [`cvt`] and [`signal`]'s `NSIG`,
-//! and neither on the other; [`fd`] on [`cvt`]; [`cvt`], [`timeout`], [`clock`] and
-//! [`pin_cell`] import nothing of the crate. No file imports one above it.
+//! and neither on the other; [`fd`] on [`cvt`]; [`cvt`], [`timeout`], [`clock`],
+//! [`pin_cell`] and [`any_rc`] import nothing of the crate. No file imports one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
 //! `epoll_wait`, and so on, and everything else goes through it.
@@ -99,6 +102,7 @@ pub(crate) use internal_pub;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod alloc_count;
+pub mod any_rc;
 pub mod child;
 pub mod clock;
 pub mod cvt;
