@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -357,6 +357,74 @@ per_backend! {
         assert_eq!(s.callbacks_run, 2);
         assert_eq!(s.fds, 0);
         assert_eq!(s.timers, 1, "the watchdog");
+    }
+
+    /// Eight closure types of one layout (each captures the log and a number), scheduled in a
+    /// random order by `call_soon` and by `call_later`: each must run its own code on its own
+    /// captures. The loop keeps one pool (`call_soon`) or store (timers) per closure type and
+    /// finds the one it used last by comparing `TypeId`s before a cast (`AnyRc`); a confusion
+    /// of two types of one layout would log the wrong kind. The random order makes the type
+    /// used last match sometimes and not others, and bursts empty and refill the pools.
+    fn closures_of_one_layout_and_many_types_each_run_their_own_code(backend: Backend) {
+        type Seen = Rc<RefCell<Vec<(u8, u64)>>>;
+        fn soon(lp: &EventLoop, seen: &Seen, kind: u8, n: u64) {
+            macro_rules! arms {
+                ($($k:literal)*) => {
+                    match kind {
+                        $($k => {
+                            let seen = seen.clone();
+                            lp.call_soon(move |_| seen.borrow_mut().push(($k, n)));
+                        })*
+                        _ => unreachable!(),
+                    }
+                };
+            }
+            arms!(0 1 2 3 4 5 6 7);
+        }
+        fn later(lp: &EventLoop, seen: &Seen, kind: u8, n: u64) {
+            macro_rules! arms {
+                ($($k:literal)*) => {
+                    match kind {
+                        $($k => {
+                            let seen = seen.clone();
+                            drop(lp.call_later(Duration::ZERO, move |_| {
+                                seen.borrow_mut().push(($k, n))
+                            }));
+                        })*
+                        _ => unreachable!(),
+                    }
+                };
+            }
+            arms!(0 1 2 3 4 5 6 7);
+        }
+        let lp = new_loop(backend);
+        let mut rng = common::fuzz_model::Rng::new(10);
+        let (by_soon, by_timer): (Seen, Seen) = Default::default();
+        let (mut want_soon, mut want_timer) = (Vec::new(), Vec::new());
+        let mut n = 0;
+        for _round in 0..40 {
+            // A burst of up to 40 closures, then one iteration: they all run, FIFO.
+            for _ in 0..rng.below(40) {
+                let kind = rng.below(8) as u8;
+                // Runs of one type make the type used last match; others make it miss.
+                let repeat = 1 + rng.below(4);
+                for _ in 0..repeat {
+                    n += 1;
+                    if rng.below(2) == 0 {
+                        soon(&lp, &by_soon, kind, n);
+                        want_soon.push((kind, n));
+                    } else {
+                        later(&lp, &by_timer, kind, n);
+                        want_timer.push((kind, n));
+                    }
+                }
+            }
+            lp.call_later(Duration::ZERO, |lp| lp.stop());
+            lp.run_forever().unwrap();
+            assert_eq!(*by_soon.borrow(), want_soon);
+            assert_eq!(*by_timer.borrow(), want_timer);
+        }
+        assert!(want_soon.len() > 100 && want_timer.len() > 100, "both paths were exercised");
     }
 }
 
