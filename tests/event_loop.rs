@@ -367,29 +367,20 @@ per_backend! {
     /// used last match sometimes and not others, and bursts empty and refill the pools.
     fn closures_of_one_layout_and_many_types_each_run_their_own_code(backend: Backend) {
         type Seen = Rc<RefCell<Vec<(u8, u64)>>>;
-        fn soon(lp: &EventLoop, seen: &Seen, kind: u8, n: u64) {
+        /// Schedules a closure of type number `kind` (one closure expression per kind, so one
+        /// type per kind, all of one layout), by `call_later` or by `call_soon`.
+        fn schedule(lp: &EventLoop, seen: &Seen, kind: u8, n: u64, by_timer: bool) {
             macro_rules! arms {
                 ($($k:literal)*) => {
                     match kind {
                         $($k => {
                             let seen = seen.clone();
-                            lp.call_soon(move |_| seen.borrow_mut().push(($k, n)));
-                        })*
-                        _ => unreachable!(),
-                    }
-                };
-            }
-            arms!(0 1 2 3 4 5 6 7);
-        }
-        fn later(lp: &EventLoop, seen: &Seen, kind: u8, n: u64) {
-            macro_rules! arms {
-                ($($k:literal)*) => {
-                    match kind {
-                        $($k => {
-                            let seen = seen.clone();
-                            drop(lp.call_later(Duration::ZERO, move |_| {
-                                seen.borrow_mut().push(($k, n))
-                            }));
+                            let closure = move |_: &EventLoop| seen.borrow_mut().push(($k, n));
+                            if by_timer {
+                                drop(lp.call_later(Duration::ZERO, closure));
+                            } else {
+                                lp.call_soon(closure);
+                            }
                         })*
                         _ => unreachable!(),
                     }
@@ -411,10 +402,10 @@ per_backend! {
                 for _ in 0..repeat {
                     n += 1;
                     if rng.below(2) == 0 {
-                        soon(&lp, &by_soon, kind, n);
+                        schedule(&lp, &by_soon, kind, n, false);
                         want_soon.push((kind, n));
                     } else {
-                        later(&lp, &by_timer, kind, n);
+                        schedule(&lp, &by_timer, kind, n, true);
                         want_timer.push((kind, n));
                     }
                 }
