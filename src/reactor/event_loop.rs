@@ -1184,14 +1184,6 @@ pub(crate) fn running_time() -> Option<Instant> {
     }
 }
 
-/// The running loop of this thread, if any: used by `current()`.
-pub(crate) fn running_loop() -> Option<EventLoop> {
-    match RUNNING.with(Cell::get).0 {
-        0 => None,
-        id => find_loop(id).map(|inner| EventLoop { inner }),
-    }
-}
-
 /// What a loop has done since it was created ([`EventLoop::stats`]), plus what it holds now.
 ///
 /// Tests use it to check performance promises as behaviour (e.g. "removing and re-adding a
@@ -1287,5 +1279,8 @@ pub fn current() -> EventLoop {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn try_current() -> Option<EventLoop> {
-    running_loop()
+    match RUNNING.with(Cell::get).0 {
+        0 => None,
+        id => find_loop(id).map(|inner| EventLoop { inner }),
+    }
 }
