@@ -149,10 +149,8 @@ impl Sleep {
         self.deadline = Deadline::At(deadline);
         // Not earlier: the armed timer stays; when it has fired (now or before), the next poll
         // sees the deadline past it and arms another (see above).
-        if self.armed.as_ref().is_some_and(|armed| deadline < armed.at) {
-            if let Some(armed) = self.armed.take() {
-                armed.timer.cancel();
-            }
+        if let Some(armed) = self.armed.take_if(|armed| deadline < armed.at) {
+            armed.timer.cancel();
         }
     }
 }
