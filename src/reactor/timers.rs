@@ -102,20 +102,23 @@ impl QuadHeap {
         self.v.first().copied()
     }
 
+    #[inline]
     fn push(&mut self, entry: Entry) {
         self.v.push(entry);
+        let v = self.v.as_mut_slice();
         let key = entry.key;
-        let mut i = self.v.len() - 1;
+        let mut i = v.len() - 1;
         // Move parents down until the new entry's place is found, then write it once.
         while i > 0 {
             let parent = (i - 1) / 4;
-            if key >= self.v[parent].key {
+            let above = v[parent];
+            if key >= above.key {
                 break;
             }
-            self.v[i] = self.v[parent];
+            v[i] = above;
             i = parent;
         }
-        self.v[i] = entry;
+        v[i] = entry;
     }
 
     /// Removes the earliest entry. Floyd's bottom-up variant: the hole left at the root is
