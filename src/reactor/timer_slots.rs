@@ -31,7 +31,10 @@
 //!
 //! The vectors keep their largest size, as the heap and the ready deque do: memory follows the
 //! most timers ever pending at once (per closure type, for the stores), and a loop that has
-//! reached its working size schedules timers without calling the allocator.
+//! reached its working size schedules timers without calling the allocator. Freed places
+//! are reused last-freed first; once every place of a vector is free, the next timer starts
+//! it over from its first place, so a new burst of timers is written in order, not in the
+//! order the last burst fired (`put_in`).
 //!
 //! Before this layout each timer was an `Rc` cell of its own (one `malloc` per timer, 152
 //! bytes of fresh memory with its handle); `docs/16-performance.md` has the figures.
@@ -147,6 +150,9 @@ trait ClosureStore {
     /// Takes one closure out, boxed, for the loop's close to drop (one at a time, each
     /// destructor's panic caught); `None` when the store is empty.
     fn take_any(&self) -> Option<Box<dyn Any>>;
+    /// The places the store holds, in use or free.
+    #[cfg(test)]
+    fn places(&self) -> usize;
 }
 
 /// The closures of type `F`.
@@ -165,17 +171,9 @@ impl<F> Store<F> {
     #[inline(always)]
     fn put(&self, callback: F) -> u32 {
         let mut s = self.inner.borrow_mut();
-        match s.free.pop() {
-            Some(index) => {
-                // A free place's closure was taken: the `None` replaced here drops nothing.
-                s.closures[index as usize] = Some(callback);
-                index
-            }
-            None => {
-                s.closures.push(Some(callback));
-                u32::try_from(s.closures.len() - 1).expect("fewer than 2^32 live timers")
-            }
-        }
+        let s = &mut *s;
+        // A free place's closure was taken: the `None`s replaced or cleared drop nothing.
+        put_in(&mut s.closures, &mut s.free, Some(callback))
     }
 
     /// Takes the closure at `index` out and frees its place.
@@ -188,6 +186,38 @@ impl<F> Store<F> {
         }
         callback
     }
+}
+
+/// The fewest places a table or store must have for [`put_in`] to start it over.
+const START_OVER_MIN: usize = 256;
+
+/// Puts `value` in a free place of `places` (whose free places `free` lists), or at the end;
+/// returns its index.
+///
+/// When every place is free, it starts over instead: `places` and `free` are emptied
+/// (keeping their memory) and `value` goes first, as on a new loop. Timers are freed in the
+/// order they fire or are cancelled, which is no order in memory; after a burst of timers
+/// the free list is shuffled, and the next burst would write to scattered places of a large
+/// vector, a cache miss per write, where a new loop appends. A place is free only when
+/// nothing names it (no heap entry, no ready entry, no handle, no slot of a live timer), so
+/// when all are free no number still in use points into them. The test costs a comparison
+/// per reuse; the emptying is amortised over the places freed since the last one. Below
+/// [`START_OVER_MIN`] places it is not done: so small a vector stays in the cache in any
+/// order, and a loop that keeps one timer at a time (a timeout per read) would empty it on
+/// every call.
+#[inline(always)]
+fn put_in<T>(places: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
+    if let Some(&index) = free.last() {
+        if places.len() < START_OVER_MIN || free.len() < places.len() {
+            free.pop();
+            places[index as usize] = value;
+            return index;
+        }
+        places.clear();
+        free.clear();
+    }
+    places.push(value);
+    u32::try_from(places.len() - 1).expect("fewer than 2^32 live timers")
 }
 
 impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
@@ -205,6 +235,11 @@ impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
     fn warm(&self, index: u32) {
         let s = self.inner.borrow();
         std::hint::black_box(s.closures.get(index as usize).is_some_and(Option::is_some));
+    }
+
+    #[cfg(test)]
+    fn places(&self) -> usize {
+        self.inner.borrow().closures.len()
     }
 
     fn take_any(&self) -> Option<Box<dyn Any>> {
@@ -260,16 +295,8 @@ impl TimerSlots {
             held: true,
         };
         let mut table = self.table.borrow_mut();
-        match table.free.pop() {
-            Some(n) => {
-                table.slots[n as usize] = slot;
-                n
-            }
-            None => {
-                table.slots.push(slot);
-                u32::try_from(table.slots.len() - 1).expect("fewer than 2^32 live timers")
-            }
-        }
+        let table = &mut *table;
+        put_in(&mut table.slots, &mut table.free, slot)
     }
 
     /// Puts `callback` in the store of its type; returns (store number, index).
@@ -441,5 +468,12 @@ impl TimerSlots {
     pub(crate) fn slots_in_use(&self) -> usize {
         let table = self.table.borrow();
         table.slots.len() - table.free.len()
+    }
+
+    /// The slots the table holds, in use or free, and the places of every closure store.
+    #[cfg(test)]
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        let places = self.stores.all_erased().iter().map(|s| s.places()).sum();
+        (self.table.borrow().slots.len(), places)
     }
 }

@@ -804,4 +804,56 @@ mod tests {
         assert_eq!(timers.expire(t0, &mut ready), 2);
         assert_eq!(ids(&mut ready, &log), [2, 3]);
     }
+
+    /// Once nothing names any slot, the next timer starts the table over from slot 0, and
+    /// once a closure store holds no closure, the next closure starts it over (at 256
+    /// places or more, `START_OVER_MIN`): a new burst of timers is written in order, not in
+    /// the shuffled order the last burst fired in. While one handle, heap entry or queued
+    /// timer still names a slot, the table reuses freed slots and that timer stays intact.
+    #[test]
+    fn a_new_burst_of_timers_starts_the_table_over_once_no_slot_is_named() {
+        let t0 = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut timers = Timers::new();
+        let mut rnd = xorshift(11);
+        let mut burst = |timers: &mut Timers, ids: std::ops::Range<u32>| {
+            ids.map(|id| push(timers, t0 + Duration::from_micros(rnd() % 1000), &log, id))
+                .collect::<Vec<_>>()
+        };
+        let in_order: Vec<u32> = (0..300).collect();
+        let handles = burst(&mut timers, 0..300);
+        let slots: Vec<u32> = handles.iter().map(|h| h.slot).collect();
+        assert_eq!(slots, in_order, "a new table appends");
+        // Half are cancelled (their closures dropped, their entries still in the heap), the
+        // rest run in deadline order, a shuffled order of their slots; one handle is kept.
+        for h in handles.iter().step_by(2) {
+            h.cancel();
+        }
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(t0 + Duration::from_secs(1), &mut ready), 150);
+        let kept = handles[157].clone();
+        drop(handles);
+        assert_eq!(ids(&mut ready, &log).len(), 150);
+        assert_eq!(timers.slots.slots_in_use(), 1);
+        assert!(kept.is_done() && !kept.is_cancelled());
+        // While `kept` names its slot, a new timer takes a freed slot; its closure starts
+        // the store over (every closure was gone).
+        let one = push(&mut timers, t0, &log, 1000);
+        assert!(one.slot < 300 && one.slot != kept.slot);
+        assert_eq!(timers.slots.sizes(), (300, 1));
+        assert_eq!(timers.expire(t0, &mut ready), 1);
+        assert_eq!(ids(&mut ready, &log), [1000]);
+        drop(one);
+        assert!(kept.is_done() && !kept.is_cancelled());
+        drop(kept);
+        // Nothing is named now: the next burst is laid out as on a new table, and runs.
+        let handles = burst(&mut timers, 0..300);
+        let slots: Vec<u32> = handles.iter().map(|h| h.slot).collect();
+        assert_eq!(slots, in_order, "the table started over");
+        assert_eq!(timers.slots.sizes(), (300, 300));
+        assert_eq!(timers.expire(t0 + Duration::from_secs(1), &mut ready), 300);
+        let mut ran = ids(&mut ready, &log);
+        ran.sort_unstable();
+        assert_eq!(ran, in_order);
+    }
 }
