@@ -5,9 +5,9 @@
 //!
 //! `cargo bench --bench micro` runs all of them at moderate sizes; one at a time:
 //! `cargo bench --bench micro -- callbacks N K [fd]` (K concurrent call_soon chains, N callbacks
-//! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N [later]` (N timers with deadlines in [0, 1 s): insert, cancel every other,
+//! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N [later] [warm]` (N timers with deadlines in [0, 1 s): insert, cancel every other,
 //! fire the rest; process CPU time per phase; `later`: inserted with `call_later` instead of
-//! `call_at`), `-- tasks N` (spawn N trivial tasks, then await
+//! `call_at`; `warm`: the second of two rounds on one loop), `-- tasks N` (spawn N trivial tasks, then await
 //! each), `-- ping N [timer]` (N blocking iterations, each woken by one fd pinging itself;
 //! `timer`: with a far timer pending; CPU time per iteration; evloop's own, no peer runs it),
 //! `-- timeouts N [bare]` (one task awaits N times a future pending once, under a one-second
@@ -108,10 +108,27 @@ fn deadlines_ns(n: usize) -> Vec<u64> {
 
 /// N timers: insert (with `call_at` on one base instant, as the peers do, or with `later`, each
 /// with `call_later` and a fresh clock reading, evloop's usual verb), cancel every other, fire
-/// the rest.
-fn timers(n: usize, later: bool) {
+/// the rest. `warm`: the whole workload runs once before, on the same loop, and the second
+/// round is the one reported (as `timers_warm`): a loop that has had its burst of timers, its
+/// memory faulted in and its free places left in the order they fired.
+fn timers(n: usize, later: bool, warm: bool) {
     let lp = EventLoop::new().unwrap();
     let dls = deadlines_ns(n);
+    if warm {
+        timers_round(&lp, &dls, later, None);
+    }
+    let bench = match (later, warm) {
+        (false, false) => "timers",
+        (true, false) => "timers_later",
+        (false, true) => "timers_warm",
+        (true, true) => "timers_later_warm",
+    };
+    timers_round(&lp, &dls, later, Some(bench));
+}
+
+/// One round of [`timers`] on `lp`, printing its figures under `bench`, if given.
+fn timers_round(lp: &EventLoop, dls: &[u64], later: bool, bench: Option<&str>) {
+    let n = dls.len();
     let fired = Rc::new(Cell::new(0u64));
     let expect = (n - n / 2) as u64;
     let c0 = process_cpu_time();
@@ -133,7 +150,6 @@ fn timers(n: usize, later: bool) {
         });
     }
     let c1 = process_cpu_time();
-    let bench = if later { "timers_later" } else { "timers" };
     for h in handles.iter().skip(1).step_by(2) {
         h.cancel();
     }
@@ -143,6 +159,8 @@ fn timers(n: usize, later: bool) {
     lp.run_forever().unwrap();
     let c3 = process_cpu_time();
     assert_eq!(fired.get(), expect);
+    drop(handles); // the timers' slots are free only once no handle names them
+    let Some(bench) = bench else { return };
     let ns = |d: Duration| d.as_nanos() as f64;
     emit(bench, "ns_per_insert", ns(c1 - c0) / n as f64);
     emit(bench, "ns_per_cancel", ns(c2 - c1) / (n / 2) as f64);
@@ -346,7 +364,8 @@ fn main() {
         ),
         Some("timers") => timers(
             arg(&args, 1, 1_000_000) as usize,
-            args.get(2).is_some_and(|a| a == "later"),
+            args.iter().skip(2).any(|a| a == "later"),
+            args.iter().skip(2).any(|a| a == "warm"),
         ),
         Some("xthread") => xthread(arg(&args, 1, 5_000) as usize),
         Some("tasks") => tasks(arg(&args, 1, 1_000_000) as usize),
@@ -363,7 +382,8 @@ fn main() {
             callbacks(2_000_000, 1, false);
             callbacks(2_000_000, 1, true);
             callbacks(10_000_000, 1000, false);
-            timers(1_000_000, false);
+            timers(1_000_000, false, false);
+            timers(1_000_000, false, true);
             tasks(1_000_000);
             ping(200_000, false);
             ping(200_000, true);
@@ -374,7 +394,7 @@ fn main() {
         }
         Some(other) => {
             eprintln!(
-                "unknown bench {other:?}: callbacks N K [fd] | timers N [later] | tasks N | \
+                "unknown bench {other:?}: callbacks N K [fd] | timers N [later] [warm] | tasks N | \
                  ping N [timer] | xthread N"
             );
             std::process::exit(2);
