@@ -127,7 +127,7 @@ impl Inner {
                 }
                 Ready::Io(watcher, side) => watcher.cancel(side),
                 // Timers queued or in the heap are all closed below.
-                Ready::Timer(_) | Ready::Remote(_) | Ready::Step(_) => {}
+                Ready::Timer { .. } | Ready::Remote(_) | Ready::Step(_) => {}
             });
         }
         // Every pending timer becomes cancelled (a `TimerHandle` still held says so), then

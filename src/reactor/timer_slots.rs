@@ -326,8 +326,8 @@ impl TimerSlots {
     }
 
     /// Marks the timers of `batch`, just taken off the heap, `Queued` and hands each live one
-    /// to `queue` (which puts it on the ready deque); a cancelled one is dropped. Returns how
-    /// many it queued.
+    /// to `queue` (which puts it on the ready deque), with where its closure is; a cancelled
+    /// one is dropped. Returns how many it queued.
     ///
     /// For each live timer it also reads the closure, which step 6 will run. The timers of a
     /// batch come out of the heap in deadline order, so their slots and closures are
@@ -338,14 +338,14 @@ impl TimerSlots {
         &self,
         table: &mut SlotTable,
         batch: impl Iterator<Item = u32>,
-        mut queue: impl FnMut(u32),
+        mut queue: impl FnMut(u32, (u32, u32)),
     ) -> usize {
         let stores = self.stores.erased_all();
         let mut live = 0;
         for slot in batch {
             if let Some((store, index)) = table.expire(slot) {
                 stores.get(store).warm(index);
-                queue(slot);
+                queue(slot, (store, index));
                 live += 1;
             }
         }
@@ -354,25 +354,37 @@ impl TimerSlots {
 
     /// Runs the queued timer in `slot` (step 6), unless it was cancelled since it was queued;
     /// returns whether it ran. Calls user code, with no borrow held.
+    ///
+    /// `place` is where its closure is (store, index), as `queue_expired` read it from the
+    /// slot: the slot still says the same while it is `Queued`. Given here, the closure's
+    /// address does not wait for the slot's load, so when many timers expire at once, and
+    /// the slot and the closure have left the cache by the time each runs, their two cache
+    /// misses overlap instead of following each other.
     #[inline]
-    pub(crate) fn run(&self, slot: u32, event_loop: &EventLoop) -> bool {
-        let (store, index) = {
+    pub(crate) fn run(&self, slot: u32, place: (u32, u32), event_loop: &EventLoop) -> bool {
+        {
             let mut table = self.table.borrow_mut();
             let s = &mut table.slots[slot as usize];
             s.held = false;
             let live = s.state == State::Queued;
             if live {
+                debug_assert_eq!((s.store, s.index), place);
                 s.state = State::Done; // a `cancel` from inside the callback is a no-op
             }
-            let place = (s.store, s.index);
             table.free_if_unnamed(slot);
             if !live {
                 return false; // cancelled while queued: its closure is already gone
             }
-            place
-        };
+        }
+        let (store, index) = place;
         self.stores.erased(store).run(index, event_loop);
         true
+    }
+
+    /// Whether the queued timer in `slot` was cancelled since it was queued (step 6 will skip
+    /// it).
+    pub(crate) fn is_cancelled_in_queue(&self, slot: u32) -> bool {
+        self.state(slot) != State::Queued
     }
 
     /// Cancels the timer in `slot` if it is pending, dropping its closure (user code, with

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use crate::reactor::deadline::{decode, encode, ns, Now};
 use crate::reactor::handle::TimerHandle;
-use crate::reactor::ready::{Ready, TimerRef};
+use crate::reactor::ready::Ready;
 use crate::reactor::timer_slots::TimerSlots;
 use crate::reactor::EventLoop;
 
@@ -373,12 +373,14 @@ impl Timers {
             order_ties(due);
             // Then each slot (a load from the slot table): live ones go to the deque.
             let slots = &self.slots;
-            fired += slots.queue_expired(&mut table, due.iter().map(|e| e.slot()), |slot| {
-                ready.push_back(Ready::Timer(TimerRef {
+            let queue = |slot, place| {
+                ready.push_back(Ready::Timer {
                     slots: slots.clone(),
                     slot,
-                }));
-            });
+                    place,
+                });
+            };
+            fired += slots.queue_expired(&mut table, due.iter().map(|e| e.slot()), queue);
         }
         if due.capacity() > DUE_KEPT {
             // A long run of equal deadlines made the batch grow: give the memory back.
@@ -520,7 +522,7 @@ mod tests {
         let event_loop = EventLoop::new().unwrap();
         log.borrow_mut().clear();
         for r in ready.drain(..) {
-            assert!(matches!(r, Ready::Timer(_)));
+            assert!(matches!(r, Ready::Timer { .. }));
             r.run(&event_loop);
         }
         std::mem::take(&mut *log.borrow_mut())

@@ -344,7 +344,7 @@ impl JsonTrace {
     pub(crate) fn run_start(&self, i: u64, entry: &Ready) -> Option<Running> {
         let skipped = match entry {
             Ready::Callback(c) => c.state() != crate::reactor::cells::State::Queued,
-            Ready::Timer(t) => t.is_cancelled(),
+            Ready::Timer { slots, slot, .. } => slots.is_cancelled_in_queue(*slot),
             Ready::Io(w, side) => w.is_cancelled(*side),
             _ => false,
         };
@@ -364,8 +364,8 @@ impl JsonTrace {
                         .remove(&(Rc::as_ptr(cell) as *const () as usize));
                 }
                 // Its slot may name another timer next.
-                Ready::Timer(t) => {
-                    ids.s.timers.remove(&t.slot);
+                Ready::Timer { slot, .. } => {
+                    ids.s.timers.remove(slot);
                 }
                 _ => {}
             }
@@ -665,13 +665,13 @@ impl Ids<'_> {
                     task: None,
                 }
             }
-            Ready::Timer(t) => {
+            Ready::Timer { slot, .. } => {
                 // A timer scheduled before the trace began gets an id now.
-                let id = match self.s.timers.get(&t.slot) {
+                let id = match self.s.timers.get(slot) {
                     Some(&known) => known,
                     None => {
                         let id = self.fresh();
-                        self.s.timers.insert(t.slot, id);
+                        self.s.timers.insert(*slot, id);
                         id
                     }
                 };
