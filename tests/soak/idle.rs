@@ -113,7 +113,6 @@ pub(crate) fn idle_case(backend: Backend, size: IdleSize) {
     lp.run_nowait().unwrap(); // every reader parked and registered
     let busy = lp.stats();
     heartbeat(&lp, period, beats.clone());
-    let before = Snapshot::take();
     // The CPU time is read right around the idle run: a snapshot's own work (listing the
     // fds, reading the RSS) is not the loop's.
     let (t0, cpu0) = (Instant::now(), evloop::sys::floor::process_cpu_time());

@@ -26,12 +26,11 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// fds, RSS and CPU time at one moment.
+/// fds and RSS at one moment.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Snapshot {
     pub(crate) fds: usize,
     pub(crate) rss_kib: u64,
-    pub(crate) cpu: Duration,
 }
 
 impl Snapshot {
@@ -39,7 +38,6 @@ impl Snapshot {
         Snapshot {
             fds: settled_open_fds(),
             rss_kib: rss_kib(),
-            cpu: evloop::sys::floor::process_cpu_time(),
         }
     }
 }
