@@ -482,6 +482,14 @@ impl TimerSlots {
         table.slots.len() - table.free.len()
     }
 
+    /// Where the closure of the timer in `slot` is (store, index).
+    #[cfg(test)]
+    pub(crate) fn place(&self, slot: u32) -> (u32, u32) {
+        let table = self.table.borrow();
+        let s = &table.slots[slot as usize];
+        (s.store, s.index)
+    }
+
     /// The slots the table holds, in use or free, and the places of every closure store.
     #[cfg(test)]
     pub(crate) fn sizes(&self) -> (usize, usize) {

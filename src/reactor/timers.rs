@@ -807,6 +807,40 @@ mod tests {
         assert_eq!(ids(&mut ready, &log), [2, 3]);
     }
 
+    /// A queued timer's ready entry names its closure's place (`Ready::Timer`'s `place`).
+    /// Cancelled while queued, its place is freed at once and the next timer of the same
+    /// closure type takes it: the old entry is then skipped without touching the place, and
+    /// the new timer runs its own closure from it.
+    #[test]
+    fn a_place_freed_by_a_queued_cancel_serves_the_next_timer_only() {
+        let t0 = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut timers = Timers::new();
+        let a = push(&mut timers, t0, &log, 1);
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(t0, &mut ready), 1);
+        let Some(Ready::Timer { place: a_place, .. }) = ready.front() else {
+            panic!("a queued timer")
+        };
+        let a_place = *a_place;
+        a.cancel(); // queued: skipped when its entry comes up
+        let b = push(&mut timers, t0, &log, 2);
+        assert_eq!(
+            timers.slots.place(b.slot),
+            a_place,
+            "the same closure type reuses the freed place"
+        );
+        assert_ne!(
+            b.slot, a.slot,
+            "a's slot is still named by its entry and its handle"
+        );
+        assert_eq!(ids(&mut ready, &log), Vec::<u32>::new(), "a was cancelled");
+        assert!(a.is_cancelled() && !b.is_done() && !b.is_cancelled());
+        assert_eq!(timers.expire(t0, &mut ready), 1);
+        assert_eq!(ids(&mut ready, &log), [2]);
+        assert!(b.is_done());
+    }
+
     /// Once nothing names any slot, the next timer starts the table over from slot 0, and
     /// once a closure store holds no closure, the next closure starts it over (at 256
     /// places or more, `START_OVER_MIN`): a new burst of timers is written in order, not in
