@@ -198,13 +198,16 @@ const START_OVER_MIN: usize = 256;
 /// (keeping their memory) and `value` goes first, as on a new loop. Timers are freed in the
 /// order they fire or are cancelled, which is no order in memory; after a burst of timers
 /// the free list is shuffled, and the next burst would write to scattered places of a large
-/// vector, a cache miss per write, where a new loop appends. A place is free only when
-/// nothing names it (no heap entry, no ready entry, no handle, no slot of a live timer), so
-/// when all are free no number still in use points into them. The test costs a comparison
-/// per reuse; the emptying is amortised over the places freed since the last one. Below
-/// [`START_OVER_MIN`] places it is not done: so small a vector stays in the cache in any
-/// order, and a loop that keeps one timer at a time (a timeout per read) would empty it on
-/// every call.
+/// vector, a cache miss per write, where a new loop appends.
+///
+/// Emptying is as safe as reusing one freed place: a slot is free only when nothing names
+/// it (no heap entry, no ready entry, no handle); a closure place is free once its closure
+/// was taken, and what may still hold its number (the slot of a timer that ran or was
+/// cancelled, the ready entry of one cancelled while queued) reads the slot's state first
+/// and never uses it. The test costs a comparison per reuse; the emptying is amortised over
+/// the places freed since the last one. Below [`START_OVER_MIN`] places it is not done: so
+/// small a vector stays in the cache in any order, and a loop that keeps one timer at a time
+/// (a timeout per read) would empty it on every call.
 #[inline(always)]
 fn put_in<T>(places: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
     if let Some(&index) = free.last() {
