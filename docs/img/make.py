@@ -727,16 +727,16 @@ def timer_slots():
     g.text(400, by + 19, "h: TimerHandle", "m", "middle")
     g.text(400, by + 36, "{ slot: 3, key }", "m", "middle")
     g.arrow(400, by, 400, row_y["s6"] + 25, "n", dash=True)
-    g.rect(520, by, 110, 44, "b-q", rx=4)
+    g.rect(515, by, 120, 44, "b-q", rx=4)
     g.text(575, by + 19, "Ready::Timer", "m", "middle")
-    g.text(575, by + 36, "(slot 3), step 5", "s", "middle")
+    g.text(575, by + 36, "(slot 3; at 1, 7)", "s", "middle")
     g.arrow(575, by, 575, row_y["s6"] + 25, "q", dash=True)
 
     g.lines(24, 452, [
         "call_later: the closure goes into a free place of its store, the timer into a free slot, "
         "an entry onto the heap; no allocation once the",
         "vectors have grown. Step 5 pops the entry, marks the slot Queued and queues "
-        "Ready::Timer(slot). Step 6 takes the closure out of its store and",
+        "Ready::Timer(slot, place). Step 6 takes the closure out and",
         "calls it, with no borrow held; the slot says Done. cancel() marks the slot Cancelled and "
         "drops the closure; the heap skips the entry.",
         "A slot is reused only when no handle names it and neither the heap nor the deque does: "
@@ -752,7 +752,8 @@ def timer_slots():
         "TimerHandles name it, whether the heap or the deque still does, and where it was "
         "scheduled. Its closure sits inline in the store of its closure type, a vector of "
         "options. The TimerHandle and, after step 5, the ready deque's Ready::Timer entry name "
-        "the slot. Step 6 takes the closure out of its store and calls it. A slot is reused only "
+        "the slot; the entry also carries where the closure is, so that running it loads the "
+        "slot and the closure at once. Step 6 takes the closure out of its store and calls it. A slot is reused only "
         "when nothing names it.",
     )
 
