@@ -5,10 +5,11 @@
 //!
 //! `cargo bench --bench micro` runs all of them at moderate sizes; one at a time:
 //! `cargo bench --bench micro -- callbacks N K [fd]` (K concurrent call_soon chains, N callbacks
-//! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N [later] [warm]` (N timers with deadlines in [0, 1 s): insert, cancel every other,
-//! fire the rest; process CPU time per phase; `later`: inserted with `call_later` instead of
-//! `call_at`; `warm`: the second of two rounds on one loop), `-- tasks N` (spawn N trivial tasks, then await
-//! each), `-- ping N [timer]` (N blocking iterations, each woken by one fd pinging itself;
+//! in all; `fd`: with one watched fd, so every iteration polls), `-- timers N [later] [warm]`
+//! (N timers with deadlines in [0, 1 s): insert, cancel every other, fire the rest; process CPU
+//! time per phase; `later`: inserted with `call_later` instead of `call_at`; `warm`: the second
+//! of two rounds on one loop), `-- tasks N` (spawn N trivial tasks, then await each),
+//! `-- ping N [timer]` (N blocking iterations, each woken by one fd pinging itself;
 //! `timer`: with a far timer pending; CPU time per iteration; evloop's own, no peer runs it),
 //! `-- timeouts N [bare]` (one task awaits N times a future pending once, under a one-second
 //! `timeout`; `bare`: without it), `-- resets N` (an idle deadline pushed back N times, each
