@@ -7,9 +7,10 @@
 //!
 //! It knows fds, [`Interest`], [`Event`], `Duration` and `io::Error`, and nothing of
 //! callbacks, handles, futures or loops (as Python's `selectors` knows nothing of `asyncio`);
-//! [`pin_cell`], generic over what it pins, and [`any_rc`], generic over what it erases, are
-//! the two pieces here that exist for the layers above rather than for the kernel: each is a
-//! cast the compiler cannot check, done once behind a safe interface.
+//! [`pin_cell`], generic over what it pins, [`any_rc`], generic over what it erases, and
+//! [`prefetch`], a hint to the processor, are the three pieces here that exist for the
+//! layers above rather than for the kernel: each is something the compiler cannot check
+//! (two casts and an intrinsic), done once behind a safe interface.
 //!
 //! Read in this order:
 //! 1. [`cvt`]: `-1`/`errno` to `io::Error`, and the EINTR policy, in one place.
@@ -31,7 +32,9 @@
 //! 8. [`pin_cell`]: not a syscall but the one pin projection evloop needs: a header beside a
 //!    value pinned in place, in one allocation (evloop's task cells keep their future in it);
 //!    [`any_rc`]: not a syscall either, a type-erased `Rc` that keeps its `TypeId` beside the
-//!    pointer, so that the loop finds its holder for a closure type with no virtual call.
+//!    pointer, so that the loop finds its holder for a closure type with no virtual call;
+//!    [`prefetch`]: a cache-line prefetch, so that the timers about to fire are in the cache
+//!    by the time they run.
 //! 9. [`wait`]: not used by the loop: [`wait::poll_readable`], one `poll(2)` over a list of
 //!    fds, for a program that brings its own loop (the toy reactor of
 //!    `docs/00-a-loop-from-nothing.md`).
@@ -41,7 +44,7 @@
 //! and [`timeout`]; [`waker`], [`signal`] and [`socket`] on [`fd`] and [`cvt`], and none of
 //! the three on another; [`spawn`] and [`child`] on [`fd`], [`cvt`] and [`signal`]'s `NSIG`,
 //! and neither on the other; [`fd`] on [`cvt`]; [`cvt`], [`timeout`], [`clock`],
-//! [`pin_cell`] and [`any_rc`] import nothing of the crate. No file imports one above it.
+//! [`pin_cell`], [`any_rc`] and [`prefetch`] import nothing of the crate. No file imports one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
 //! `epoll_wait`, and so on, and everything else goes through it.
@@ -111,6 +114,7 @@ pub mod fd;
 #[doc(hidden)]
 pub mod floor;
 pub mod pin_cell;
+pub mod prefetch;
 pub mod process;
 pub mod selector;
 pub mod signal;
