@@ -243,11 +243,11 @@ const TIMER_LOOKAHEAD: usize = 7;
 
 /// Step 6 is about to run a timer it took off the deque: if the entry [`TIMER_LOOKAHEAD`]
 /// places behind it is a timer too, that timer's slot and closure are prefetched
-/// (`evloop_sys::prefetch`). When
-/// many timers expired at once, both have left the cache by the time each runs; while this
-/// one and the next few run, the lines of the later one come in. Measured on the
-/// million-timer benchmark, it took the time per fired timer down by about a tenth, on top
-/// of the prefetching at expiry (`docs/16-performance.md`, round twelve).
+/// (`evloop_sys::prefetch`). When many timers expired at once, both have left the cache by
+/// the time each runs; while this one and the next few run, the lines of the later one come
+/// in. Measured on the million-timer benchmark, it took the time per fired timer down by a
+/// few hundredths to a tenth, on top of the prefetching at expiry (`docs/16-performance.md`,
+/// round twelve).
 #[inline]
 fn prefetch_ahead(ready: &RefCell<VecDeque<Ready>>) {
     if let Some(Ready::Timer { slots, slot, place }) = ready.borrow().get(TIMER_LOOKAHEAD - 1) {

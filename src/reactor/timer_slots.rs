@@ -401,7 +401,7 @@ impl TimerSlots {
 
     /// Asks for the cache lines of the queued timer in `slot` and of its closure at `place`:
     /// step 6 calls this for the timer a few entries behind the one it is about to run
-    /// (`Ready::prefetch_timer`). A hint; it reads no state.
+    /// (`prefetch_ahead` in `ready.rs`). A hint; it reads no state.
     #[inline]
     pub(crate) fn prefetch(&self, slot: u32, place: (u32, u32)) {
         self.table.borrow().prefetch(slot);

@@ -44,7 +44,8 @@
 //! and [`timeout`]; [`waker`], [`signal`] and [`socket`] on [`fd`] and [`cvt`], and none of
 //! the three on another; [`spawn`] and [`child`] on [`fd`], [`cvt`] and [`signal`]'s `NSIG`,
 //! and neither on the other; [`fd`] on [`cvt`]; [`cvt`], [`timeout`], [`clock`],
-//! [`pin_cell`], [`any_rc`] and [`prefetch`] import nothing of the crate. No file imports one above it.
+//! [`pin_cell`], [`any_rc`] and [`prefetch`] import nothing of the crate. No file imports
+//! one above it.
 //!
 //! Each syscall is wrapped once: one function calls `libc::sigaction`, one `fcntl`, one
 //! `epoll_wait`, and so on, and everything else goes through it.
