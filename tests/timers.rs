@@ -149,6 +149,68 @@ per_backend! {
         assert!(victim.borrow().as_ref().unwrap().is_cancelled());
     }
 
+    /// A hundred timers due at once run in deadline order, in batches of 32, while every
+    /// third one cancels the timer seven places behind it, drops that timer's handle and
+    /// schedules a replacement, already due, which takes the closure place just freed. Step
+    /// 6 looks ahead seven entries to prefetch a queued timer's slot and closure
+    /// (`prefetch_ahead` in `src/reactor/ready.rs`), and here that entry is often the one
+    /// cancelled, whose place a new closure now holds: a cancelled timer must be skipped,
+    /// every other one must run once, in order, and the replacements only in the next pass
+    /// (the snapshot rule), in the order they were made.
+    fn a_long_batch_of_due_timers_survives_cancels_and_reused_places_seven_behind(backend: Backend) {
+        const N: usize = 100;
+        type Kept = Rc<RefCell<Vec<Option<evloop::TimerHandle>>>>;
+        /// Timer `i`'s closure. The replacements are made by the same closure expression, so
+        /// they are of the same type and go to the same store, into the places just freed.
+        fn timer(i: usize, log: &Log, kept: &Kept, start: Instant) -> impl FnOnce(&EventLoop) {
+            let (log, kept) = (log.clone(), kept.clone());
+            move |lp| {
+                log.borrow_mut().push(i);
+                if i % 3 == 0 && i + 7 < N {
+                    let victim = kept.borrow_mut()[i + 7].take().unwrap();
+                    victim.cancel(); // its closure place is free now
+                    drop(victim);
+                    lp.call_at(start, timer(1000 + i, &log, &kept, start));
+                }
+            }
+        }
+        type Log = Rc<RefCell<Vec<usize>>>;
+        let lp = new_loop(backend);
+        let log = Log::default();
+        let kept = Kept::default();
+        // Every deadline already past: all are due in the first iteration, in this order.
+        let start = lp.time() - Duration::from_micros(N as u64 + 1);
+        for i in 0..N {
+            let when = start + Duration::from_micros(i as u64);
+            let handle = lp.call_at(when, timer(i, &log, &kept, start));
+            kept.borrow_mut().push(Some(handle));
+        }
+        let iteration = lp.stats().iterations;
+        lp.run_once().unwrap();
+        let first_pass = log.borrow().clone();
+        lp.run_once().unwrap();
+        // The model: in order, skipping the cancelled; each third one that runs cancels the
+        // one seven behind (never run yet) and adds a replacement.
+        let (mut cancelled, mut expected, mut replacements) = ([false; N], vec![], vec![]);
+        for i in 0..N {
+            if cancelled[i] {
+                continue;
+            }
+            expected.push(i);
+            if i % 3 == 0 && i + 7 < N {
+                cancelled[i + 7] = true;
+                replacements.push(1000 + i);
+            }
+        }
+        assert_eq!(first_pass, expected, "one pass runs every live due timer, in order");
+        expected.extend(&replacements);
+        assert_eq!(*log.borrow(), expected, "the replacements run in the next pass");
+        assert_eq!(lp.stats().iterations, iteration + 2);
+        let skipped = cancelled.iter().filter(|&&c| c).count() as u64;
+        assert_eq!(lp.stats().cancelled_skipped, skipped, "each cancelled entry skipped once");
+        assert!(skipped > 20, "the program cancels queued timers ({skipped})");
+    }
+
     /// A timer's closure is user code twice: when it runs, and when it is dropped (cancelled,
     /// or the loop closed). Either way it may schedule timers, cancel them and drop their
     /// handles: the loop holds no borrow of its timers then (`src/reactor/timer_slots.rs`).
