@@ -45,7 +45,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::Instant;
 
-use evloop_sys::prefetch::prefetch;
+use evloop_sys::prefetch::prefetch_in;
 
 use crate::reactor::by_type::ByType;
 use crate::reactor::cells::State;
@@ -114,7 +114,7 @@ impl SlotTable {
     /// harmless for any number.
     #[inline(always)]
     pub(crate) fn prefetch(&self, slot: u32) {
-        prefetch(self.slots.as_ptr().wrapping_add(slot as usize));
+        prefetch_in(&self.slots, slot as usize);
     }
 
     /// Whether the heap's entry for `slot` is a cancelled timer (to be dropped, not fired).
@@ -246,7 +246,7 @@ impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
     #[inline]
     fn prefetch(&self, index: u32) {
         let s = self.inner.borrow();
-        prefetch(s.closures.as_ptr().wrapping_add(index as usize));
+        prefetch_in(&s.closures, index as usize);
     }
 
     #[cfg(test)]

@@ -38,7 +38,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use evloop_sys::prefetch::prefetch;
+use evloop_sys::prefetch::prefetch_in;
 
 use crate::reactor::deadline::{decode, encode, ns, Now};
 use crate::reactor::handle::TimerHandle;
@@ -152,9 +152,8 @@ impl QuadHeap {
             // (`docs/16-performance.md`, round twelve).
             let grandchildren = 16 * i + 5;
             if grandchildren < v.len() {
-                let at = v.as_ptr().wrapping_add(grandchildren);
                 for block in 0..4 {
-                    prefetch(at.wrapping_add(4 * block));
+                    prefetch_in(v, grandchildren + 4 * block);
                 }
             }
             let k = Self::smallest_of_four(c);

@@ -17,6 +17,7 @@
 //!                        aarch64:     PRFM PLDL1KEEP
 //!                        elsewhere, and under Miri: nothing
 //!   never reads, never faults: any address will do, null, dangling or unmapped
+//!   prefetch_in(items, index)   the same for items[index], in bounds or not
 //! ```
 //!
 //! It is a hint and nothing else: no value is read, no memory is changed, and what it is
@@ -76,9 +77,26 @@ pub fn prefetch<T>(address: *const T) {
     let _ = address;
 }
 
+/// [`prefetch`] for the item at `index` of `items`, whether or not `index` is in bounds: an
+/// index past the end names an address nothing lives at, which a prefetch may name too. So
+/// a caller may look ahead without checking where its slice ends (a heap's next level, the
+/// slot of a timer about to run).
+///
+/// ```
+/// use evloop_sys::prefetch::prefetch_in;
+///
+/// let heap = vec![0u64; 100];
+/// prefetch_in(&heap, 64); // within
+/// prefetch_in(&heap, 4 * 64 + 1); // past the end: harmless
+/// ```
+#[inline(always)]
+pub fn prefetch_in<T>(items: &[T], index: usize) {
+    prefetch(items.as_ptr().wrapping_add(index));
+}
+
 #[cfg(test)]
 mod tests {
-    use super::prefetch;
+    use super::{prefetch, prefetch_in};
 
     /// The hint may name anything: null, a dangling pointer, the end of a vector, an address
     /// in no mapping at all. None of them may fault; were `prefetch` a load, the unmapped
@@ -96,6 +114,8 @@ mod tests {
         // never user memory.
         prefetch(std::ptr::without_provenance::<u64>(4096));
         prefetch(std::ptr::without_provenance::<u8>(usize::MAX));
+        prefetch_in(&values, usize::MAX / 8);
+        prefetch_in::<u64>(&[], 3);
         assert!(values.iter().enumerate().all(|(i, &v)| v == i as u64));
     }
 }
