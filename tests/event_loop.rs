@@ -359,6 +359,37 @@ per_backend! {
         assert_eq!(s.timers, 1, "the watchdog");
     }
 
+    /// `Stats::time_blocked` is measured when asked for (`set_measure_blocked_time`, debug
+    /// mode, trace mode) and stays zero otherwise: timing a wait costs two clock readings,
+    /// which a loop that never looks at the figure should not pay (`docs/16-performance.md`).
+    fn time_blocked_is_measured_only_when_asked_for(backend: Backend) {
+        let lp = new_loop(backend);
+        lp.set_debug(false); // whatever EVLOOP_DEBUG says
+        lp.set_trace(false);
+        assert!(!lp.measures_blocked_time(), "off by default");
+        let wait_for_a_timer = |lp: &EventLoop| {
+            let fired = lp.stats().timers_fired;
+            lp.call_later(Duration::from_millis(5), |_| {});
+            lp.run_once().unwrap(); // blocks in the selector until the timer is due
+            assert_eq!(lp.stats().timers_fired, fired + 1);
+            lp.stats().time_blocked
+        };
+        assert_eq!(wait_for_a_timer(&lp), Duration::ZERO, "nobody asked");
+        lp.set_measure_blocked_time(true);
+        let measured = wait_for_a_timer(&lp);
+        assert!(measured > Duration::ZERO, "asked for, measured");
+        lp.set_measure_blocked_time(false);
+        assert_eq!(wait_for_a_timer(&lp), measured, "off again: the total stays");
+        lp.set_debug(true);
+        assert!(wait_for_a_timer(&lp) > measured, "debug mode measures it too");
+        let built = EventLoop::builder()
+            .backend(backend)
+            .measure_blocked_time(true)
+            .build()
+            .unwrap();
+        assert!(built.measures_blocked_time());
+    }
+
     /// Eight closure types of one layout (each captures the log and a number), scheduled in a
     /// random order by `call_soon` and by `call_later`: each must run its own code on its own
     /// captures. The loop keeps one pool (`call_soon`) or store (timers) per closure type and

@@ -90,6 +90,7 @@ per_backend! {
         // selector; a thread sends the signal to the process after 50 ms.
         let _g = exclusive(&[SIGUSR2]);
         let lp = new_loop(backend);
+        lp.set_measure_blocked_time(true);
         let caught = Count::default();
         let c = caught.clone();
         lp.add_signal_handler(SIGUSR2, move |lp| {

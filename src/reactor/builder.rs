@@ -47,6 +47,7 @@ pub struct Builder {
     ignore_env: bool,
     virtual_clock: bool,
     auto_advance: bool,
+    measure_blocked: bool,
 }
 
 impl Default for Builder {
@@ -60,6 +61,7 @@ impl Default for Builder {
             ignore_env: false,
             virtual_clock: false,
             auto_advance: true,
+            measure_blocked: false,
         }
     }
 }
@@ -112,6 +114,21 @@ impl Builder {
     /// ```
     pub fn trace(mut self, on: bool) -> Builder {
         self.trace = Some(on);
+        self
+    }
+
+    /// Whether the loop times its waits into `Stats::time_blocked` (default off). See
+    /// [`EventLoop::set_measure_blocked_time`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::builder().measure_blocked_time(true).build()?;
+    /// assert!(event_loop.measures_blocked_time());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn measure_blocked_time(mut self, on: bool) -> Builder {
+        self.measure_blocked = on;
         self
     }
 
@@ -287,6 +304,7 @@ impl Builder {
         if let Some(duration) = self.slow_callback {
             inner.slow_callback.set(duration);
         }
+        inner.measure_blocked.set(self.measure_blocked);
         Ok(event_loop)
     }
 }

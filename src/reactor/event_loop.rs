@@ -137,6 +137,9 @@ pub(crate) struct Inner {
     /// The structured trace (`EVLOOP_TRACE=json:PATH`, `trace_json_to`), if on.
     pub(crate) json: RefCell<Option<Rc<JsonTrace>>>,
     pub(crate) slow_callback: Cell<Duration>,
+    /// Whether step 3 times the waits that could block into `Stats::time_blocked`
+    /// (`set_measure_blocked_time`; debug and trace mode time them too).
+    pub(crate) measure_blocked: Cell<bool>,
     pub(crate) stats: StatsCells,
     /// While step 6 runs an I/O callback: how many tasks it has woken so far. Their steps go
     /// to the front of the ready deque, in order, and run right after the callback, in the
@@ -281,6 +284,7 @@ impl EventLoop {
                 narrate: Cell::new(false),
                 json: RefCell::new(None),
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
+                measure_blocked: Cell::new(false),
                 stats: StatsCells::default(),
                 woken_by_io: Cell::new(None),
                 clock,
@@ -759,6 +763,44 @@ impl EventLoop {
         self.inner.slow_callback.set(duration);
     }
 
+    /// Turns the timing of the loop's waits on or off (default off, as libuv's idle time
+    /// is): while on, each wait in the selector that could block is timed with two readings
+    /// of the monotonic clock and added to [`Stats::time_blocked`]. Debug mode and trace mode
+    /// time the waits whatever this says. Off, a loop with no timer pending reads no clock
+    /// at all in an iteration (`docs/16-performance.md`, round thirteen); with a timer
+    /// pending, it costs one reading per wait either way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let event_loop = evloop::EventLoop::builder().ignore_env().build()?;
+    /// assert!(!event_loop.measures_blocked_time());
+    /// event_loop.set_measure_blocked_time(true);
+    /// event_loop.call_later(Duration::from_millis(5), |_| ());
+    /// event_loop.run_once()?; // blocks about 5 ms, waiting for the timer
+    /// assert!(event_loop.stats().time_blocked > Duration::ZERO);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_measure_blocked_time(&self, on: bool) {
+        self.inner.measure_blocked.set(on);
+    }
+
+    /// Whether the loop's waits are timed into [`Stats::time_blocked`]
+    /// ([`set_measure_blocked_time`](EventLoop::set_measure_blocked_time)); debug and trace
+    /// mode time them as well.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let event_loop = evloop::EventLoop::builder().measure_blocked_time(true).build()?;
+    /// assert!(event_loop.measures_blocked_time());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn measures_blocked_time(&self) -> bool {
+        self.inner.measure_blocked.get()
+    }
+
     /// Turns trace mode on or off (also `EVLOOP_TRACE=1`): each iteration narrates its six
     /// steps, one [`Diagnostic`] per step (by default a line on stderr; see
     /// [`set_diagnostics_handler`](EventLoop::set_diagnostics_handler)).
@@ -1208,8 +1250,10 @@ pub struct Stats {
     pub timers_cancelled: u64,
     /// Times the waker woke the loop (coalesced `call_soon_threadsafe`/`wake`).
     pub wakeups: u64,
-    /// Time spent inside the selector's waits that could block (a zero-timeout poll is not
-    /// timed: it does not block, and timing it would cost two clock reads per iteration).
+    /// Time spent inside the selector's waits that could block, measured only while
+    /// [`EventLoop::set_measure_blocked_time`], debug mode or trace mode is on (zero
+    /// otherwise: timing a wait costs two clock reads). A zero-timeout poll is never timed:
+    /// it does not block.
     pub time_blocked: Duration,
     /// Selector calls that changed the kernel's interest (register, modify, unregister, and
     /// re-registrations that had to make a new registration). epoll's check for a reused fd

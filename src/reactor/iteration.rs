@@ -193,12 +193,14 @@ impl EventLoop {
     }
 
     /// Step 3: wait in the selector. A wait that could block is timed into
-    /// `Stats::time_blocked` (two readings of the monotonic clock as plain nanoseconds; the
-    /// first is step 2's, `read_at`, when it made one for a pending timer); the
-    /// reading after the wait is returned too, for step 5 to expire the timers with, and 0
-    /// stands for "no reading" (the monotonic clock is far past 0 once any process runs; were
-    /// it not, step 5 would only read the clock again). A zero-timeout poll costs no clock read
-    /// at all (two would cost as much as the poll).
+    /// `Stats::time_blocked` when that was asked for (`set_measure_blocked_time`, debug or
+    /// trace mode): two readings of the monotonic clock as plain nanoseconds, the first being
+    /// step 2's, `read_at`, when it made one for a pending timer. The reading after the wait
+    /// is returned too, for step 5 to expire the timers with, and 0 stands for "no reading"
+    /// (the monotonic clock is far past 0 once any process runs; were it not, step 5 would
+    /// only read the clock again). Untimed, a wait reads no clock; step 5 then makes the one
+    /// reading it needs, and only if a timer is pending. A zero-timeout poll is never timed
+    /// (two clock reads would cost as much as the poll).
     ///
     /// A wait that may not block, on a loop that watches no fd, is not made at all: it could
     /// only report the waker, and whether another thread posted is a flag the loop can read
@@ -224,23 +226,43 @@ impl EventLoop {
             }
             return Ok((posted, 0));
         }
-        // The time spent in a wait that could block, as plain nanoseconds (`Instant`'s checked
-        // arithmetic would cost more than the two clock reads).
-        let timed = timeout != Some(Duration::ZERO);
-        let before = match (timed, read_at) {
-            (false, _) => 0,
-            (true, 0) => clock::monotonic_ns(),
-            (true, read_at) => read_at,
+        // Timing the wait (as plain nanoseconds: `Instant`'s checked arithmetic would cost
+        // more than the two clock reads) is for whoever asked for it.
+        if timeout != Some(Duration::ZERO)
+            && (inner.measure_blocked.get() || inner.debug.get() || pass.trace)
+        {
+            return self.timed_wait(registry, pass, timeout, read_at);
+        }
+        registry.select(timeout)?;
+        if pass.trace {
+            trace_wait(inner, registry, pass, 0);
+        }
+        Ok((false, 0))
+    }
+
+    /// Step 3 when the wait could block and its time is wanted: two readings of the
+    /// monotonic clock around it (the first is step 2's, `read_at`, if it made one), the
+    /// difference added to `Stats::time_blocked`, the second returned for step 5.
+    #[inline(never)]
+    fn timed_wait(
+        &self,
+        registry: &mut Registry,
+        pass: Pass,
+        timeout: Option<Duration>,
+        read_at: u64,
+    ) -> io::Result<(bool, u64)> {
+        let inner = &*self.inner;
+        let before = if read_at != 0 {
+            read_at
+        } else {
+            clock::monotonic_ns()
         };
         registry.select(timeout)?;
-        let after = if timed { clock::monotonic_ns() } else { 0 };
+        let after = clock::monotonic_ns();
         let blocked = after.saturating_sub(before);
         bump(&inner.stats.time_blocked_ns, blocked);
         if pass.trace {
-            let events: Vec<_> = registry.events().iter().copied().collect();
-            let blocked = Duration::from_nanos(blocked);
-            let waker = registry.waker_fd();
-            trace::wait(inner, pass.iteration, &events, waker, blocked, false);
+            trace_wait(inner, registry, pass, blocked);
         }
         Ok((false, after))
     }
@@ -432,6 +454,22 @@ impl EventLoop {
         }
         n
     }
+}
+
+/// Step 3's narration in trace mode: the events the wait returned, and how long it blocked
+/// (zero when it was not timed).
+#[cold]
+fn trace_wait(inner: &Inner, registry: &Registry, pass: Pass, blocked_ns: u64) {
+    let events: Vec<_> = registry.events().iter().copied().collect();
+    let blocked = Duration::from_nanos(blocked_ns);
+    trace::wait(
+        inner,
+        pass.iteration,
+        &events,
+        registry.waker_fd(),
+        blocked,
+        false,
+    );
 }
 
 /// Step 6's counts of entries run and skipped, added to the loop's statistics on drop.

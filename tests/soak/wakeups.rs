@@ -63,6 +63,7 @@ pub(crate) fn wakeups_case(backend: Backend, size: WakeSize) {
     let started = Instant::now();
     let total = size.threads as u64 * size.per_thread;
     let lp = EventLoop::with_backend(backend).expect("create loop");
+    lp.set_measure_blocked_time(true); // the report says how long the loop slept
     watchdog(&lp, 300);
     let lanes: Arc<Vec<Lane>> = Arc::new((0..size.threads).map(|_| Lane::default()).collect());
     let consumed = Arc::new(AtomicU64::new(0));
