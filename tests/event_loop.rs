@@ -359,6 +359,75 @@ per_backend! {
         assert_eq!(s.timers, 1, "the watchdog");
     }
 
+    /// Step 4 hands its first report straight to step 6 when the ready deque is empty
+    /// (`docs/03-one-iteration.md`, step 4): the order must stay the deque's. The one ready
+    /// fd's reader runs first, then the threadsafe callback moved in by the same step, then
+    /// the timer step 5 found due; what the reader schedules waits for the next iteration.
+    fn a_first_report_kept_out_of_the_deque_runs_in_the_deque_order(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (mut a, mut b) = pair();
+        let fd = b.as_raw_fd();
+        let l = log.clone();
+        lp.add_reader(fd, move |lp| {
+            drain(&mut b);
+            l.lock().unwrap().push("reader");
+            let l = l.clone();
+            lp.call_soon(move |_| l.lock().unwrap().push("soon, from the reader"));
+        })
+        .unwrap();
+        lp.run_nowait().unwrap(); // the registration reaches the kernel; nothing is ready
+        let l = log.clone();
+        lp.call_later(Duration::ZERO, move |_| l.lock().unwrap().push("timer"));
+        let l = log.clone();
+        lp.remote()
+            .call_soon_threadsafe(move |_| l.lock().unwrap().push("threadsafe"))
+            .unwrap();
+        io::Write::write_all(&mut a, b"x").unwrap();
+        let before = lp.stats().iterations;
+        while log.lock().unwrap().len() < 4 {
+            lp.run_once().unwrap();
+        }
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["reader", "threadsafe", "timer", "soon, from the reader"]
+        );
+        assert_eq!(lp.stats().iterations - before, 2, "one pass for the three, one for call_soon");
+    }
+
+    /// A reader run as step 4's first report panics: the entries queued behind it in the same
+    /// iteration stay queued, and run, in order, the next time the loop runs.
+    fn a_panicking_first_report_leaves_the_rest_of_its_iteration_queued(backend: Backend) {
+        let lp = new_loop(backend);
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let (mut a, mut b) = pair();
+        let fd = b.as_raw_fd();
+        let l = log.clone();
+        lp.add_reader(fd, move |lp| {
+            drain(&mut b);
+            lp.remove_reader(fd);
+            l.borrow_mut().push("reader");
+            panic!("the reader fails");
+        })
+        .unwrap();
+        lp.run_nowait().unwrap();
+        for name in ["timer 1", "timer 2"] {
+            let l = log.clone();
+            lp.call_later(Duration::ZERO, move |_| l.borrow_mut().push(name));
+        }
+        io::Write::write_all(&mut a, b"x").unwrap();
+        let err = catch_unwind(AssertUnwindSafe(|| {
+            while log.borrow().is_empty() {
+                lp.run_once().unwrap();
+            }
+        }));
+        assert!(err.is_err(), "the reader's panic reaches the caller");
+        assert_eq!(*log.borrow(), ["reader"], "nothing ran behind the panic");
+        assert_eq!(lp.stats().ready, 2, "both timers wait in the deque");
+        lp.run_nowait().unwrap();
+        assert_eq!(*log.borrow(), ["reader", "timer 1", "timer 2"]);
+    }
+
     /// `Stats::time_blocked` is measured when asked for (`set_measure_blocked_time`, debug
     /// mode, trace mode) and stays zero otherwise: timing a wait costs two clock readings,
     /// which a loop that never looks at the figure should not pay (`docs/16-performance.md`).

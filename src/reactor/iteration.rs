@@ -38,8 +38,8 @@ use crate::reactor::clock::VirtualClock;
 use crate::reactor::deadline::Now;
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::reactor::event_loop::{bump, closed_error, StatsCells};
-use crate::reactor::ready::Ready;
-use crate::reactor::registry::Registry;
+use crate::reactor::ready::{Ready, WatchRef};
+use crate::reactor::registry::{Registry, Side};
 use crate::reactor::remote::RemoteItem;
 use crate::reactor::trace;
 use crate::reactor::{EventLoop, Inner};
@@ -63,10 +63,10 @@ impl EventLoop {
         self.flush_interest(registry, pass);
         let (timeout, read_at) = self.choose_timeout(registry, pass, nowait);
         let (posted, after) = self.wait(registry, pass, timeout, read_at)?;
-        self.dispatch_io(registry, pass, posted);
+        let first = self.dispatch_io(registry, pass, posted);
         drop(guard);
         self.expire_timers(pass, after);
-        self.run_ready(pass);
+        self.run_ready(pass, first);
         Ok(())
     }
 
@@ -270,11 +270,19 @@ impl EventLoop {
     /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired (or, with
     /// no wait made, another thread posted), move the cross-thread queue in.
     #[inline]
-    fn dispatch_io(&self, registry: &mut Registry, pass: Pass, posted: bool) {
+    fn dispatch_io(
+        &self,
+        registry: &mut Registry,
+        pass: Pass,
+        posted: bool,
+    ) -> Option<(WatchRef, Side)> {
         let inner = &*self.inner;
         let mut ready = inner.ready.borrow_mut();
         let before = ready.len();
-        let dispatched = registry.dispatch(&mut ready);
+        // Trace mode narrates the entries step 4 queued from the deque: it keeps them there.
+        let mut first = None;
+        let keep_first = (before == 0 && !pass.trace).then_some(&mut first);
+        let dispatched = registry.dispatch(&mut ready, keep_first);
         drop(ready);
         bump(&inner.stats.events, dispatched.events as u64);
         if pass.trace {
@@ -284,6 +292,7 @@ impl EventLoop {
         if pass.trace {
             trace::dispatch(inner, pass.iteration, dispatched.queued, moved);
         }
+        first
     }
 
     /// Step 5: queue the expired timers, on a fresh clock reading (never early): step 3's
@@ -329,7 +338,7 @@ impl EventLoop {
     /// exception: the tasks an I/O callback wakes are put at the front and run right after
     /// it, in this pass (`Inner::wake`), as if step 4 had queued them in its place.
     #[inline]
-    fn run_ready(&self, pass: Pass) {
+    fn run_ready(&self, pass: Pass, first: Option<(WatchRef, Side)>) {
         let inner = &*self.inner;
         let mut left = inner.ready.borrow().len();
         let debug = inner.debug.get();
@@ -342,6 +351,22 @@ impl EventLoop {
             ran: 0,
             skipped: 0,
         };
+        // Step 4's first report, kept out of the deque, runs before the deque's entries.
+        if let Some((watch, side)) = first {
+            let io = WokenByIo::start(inner);
+            let ok = if watched {
+                self.run_watched(Ready::Io(watch, side))
+            } else {
+                // Calls user code; no borrow is held.
+                watch.run(self, side)
+            };
+            left += io.finish();
+            if ok {
+                tally.ran += 1;
+            } else {
+                tally.skipped += 1;
+            }
+        }
         while left > 0 {
             let Some(entry) = inner.ready.borrow_mut().pop_front() else {
                 break;

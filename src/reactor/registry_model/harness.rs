@@ -480,7 +480,7 @@ impl Harness {
         }
 
         // 4. Dispatch: the current reader and/or writer of every reported fd, in order.
-        let d = self.registry.dispatch(&mut ready);
+        let d = self.registry.dispatch(&mut ready, None);
         let mut want = Vec::new();
         for e in want_events.iter().filter(|e| e.fd != WAKER) {
             for (on, side) in [(e.readable, Side::Reader), (e.writable, Side::Writer)] {
