@@ -63,10 +63,16 @@ impl EventLoop {
         self.flush_interest(registry, pass);
         let (timeout, read_at) = self.choose_timeout(registry, pass, nowait);
         let (posted, after) = self.wait(registry, pass, timeout, read_at)?;
-        let first = self.dispatch_io(registry, pass, posted);
+        // Step 4's first report, kept out of the deque for step 6 when the deque was empty.
+        // Step 4 has nothing to do when the wait returned no event and no thread posted (a
+        // loop that watches no fd but its waker, running callbacks, timers and tasks).
+        let mut first = None;
+        if posted || pass.trace || !registry.events().is_empty() {
+            self.dispatch_io(registry, pass, posted, &mut first);
+        }
         drop(guard);
         self.expire_timers(pass, after);
-        self.run_ready(pass, first);
+        self.run_ready(pass, &mut first);
         Ok(())
     }
 
@@ -275,13 +281,13 @@ impl EventLoop {
         registry: &mut Registry,
         pass: Pass,
         posted: bool,
-    ) -> Option<(WatchRef, Side)> {
+        first: &mut Option<(WatchRef, Side)>,
+    ) {
         let inner = &*self.inner;
         let mut ready = inner.ready.borrow_mut();
         let before = ready.len();
         // Trace mode narrates the entries step 4 queued from the deque: it keeps them there.
-        let mut first = None;
-        let keep_first = (before == 0 && !pass.trace).then_some(&mut first);
+        let keep_first = (before == 0 && !pass.trace).then_some(first);
         let dispatched = registry.dispatch(&mut ready, keep_first);
         drop(ready);
         bump(&inner.stats.events, dispatched.events as u64);
@@ -292,7 +298,6 @@ impl EventLoop {
         if pass.trace {
             trace::dispatch(inner, pass.iteration, dispatched.queued, moved);
         }
-        first
     }
 
     /// Step 5: queue the expired timers, on a fresh clock reading (never early): step 3's
@@ -338,7 +343,7 @@ impl EventLoop {
     /// exception: the tasks an I/O callback wakes are put at the front and run right after
     /// it, in this pass (`Inner::wake`), as if step 4 had queued them in its place.
     #[inline]
-    fn run_ready(&self, pass: Pass, first: Option<(WatchRef, Side)>) {
+    fn run_ready(&self, pass: Pass, first: &mut Option<(WatchRef, Side)>) {
         let inner = &*self.inner;
         let mut left = inner.ready.borrow().len();
         let debug = inner.debug.get();
@@ -352,7 +357,7 @@ impl EventLoop {
             skipped: 0,
         };
         // Step 4's first report, kept out of the deque, runs before the deque's entries.
-        if let Some((watch, side)) = first {
+        if let Some((watch, side)) = first.take() {
             let io = WokenByIo::start(inner);
             let ok = if watched {
                 self.run_watched(Ready::Io(watch, side))
