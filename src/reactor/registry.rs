@@ -320,24 +320,37 @@ impl Registry {
 
     /// Step 4: queues the reader and/or writer of every reported fd; says whether the waker
     /// fired. Grows the event buffer when a wait filled it. With `first` (given when the
-    /// deque is empty, pointing at `None`), the first entry goes there instead of into the
-    /// deque: step 6 runs it before the deque's entries, so the order is the same, and the
-    /// most common iteration of a busy loop, one report, never touches the deque
-    /// (`docs/16-performance.md`, round thirteen).
+    /// deque is empty, pointing at `None`) and one event, for a reader alone, its report goes
+    /// there instead of into the deque: step 6 runs it before the deque's entries (it would
+    /// have been their front), and the most common iteration of a busy loop never touches the
+    /// deque (`docs/16-performance.md`, round thirteen). Any other wait takes the loop below,
+    /// which is the only place that pushes, so the deque's push stays inline.
     #[inline]
     pub(crate) fn dispatch(
         &mut self,
         ready: &mut VecDeque<Ready>,
-        mut first: Option<&mut Option<(WatchRef, Side)>>,
+        first: Option<&mut Option<(WatchRef, Side)>>,
     ) -> Dispatched {
         let mut d = Dispatched {
             events: self.events.len(),
             ..Dispatched::default()
         };
-        let mut queue = |watch: &WatchRef, side: Side| match first.take() {
-            Some(first) => *first = Some((watch.clone(), side)),
-            None => ready.push_back(Ready::Io(watch.clone(), side)),
-        };
+        // One event, for a reader alone (a chain of writes, a quiet server): its report goes to
+        // `first`. (A buffer of one that it filled must still grow, below.)
+        if let (Some(first), 1, false) = (first, self.events.len(), self.events.is_full()) {
+            let ev = &self.events.iter().as_slice()[0];
+            let reader = match self.slots.get(ev.fd) {
+                Some(slot) if ev.fd != self.waker_fd && ev.readable && !ev.writable => {
+                    slot.reader.as_ref()
+                }
+                _ => None,
+            };
+            if let Some(r) = reader {
+                *first = Some((r.clone(), Side::Reader));
+                d.queued = 1;
+                return d;
+            }
+        }
         for ev in &self.events {
             if ev.fd == self.waker_fd {
                 d.woken = true;
@@ -348,13 +361,13 @@ impl Registry {
             };
             if ev.readable {
                 if let Some(r) = &slot.reader {
-                    queue(r, Side::Reader);
+                    ready.push_back(Ready::Io(r.clone(), Side::Reader));
                     d.queued += 1;
                 }
             }
             if ev.writable {
                 if let Some(w) = &slot.writer {
-                    queue(w, Side::Writer);
+                    ready.push_back(Ready::Io(w.clone(), Side::Writer));
                     d.queued += 1;
                 }
             }
