@@ -237,7 +237,11 @@ impl EventLoop {
         if timeout != Some(Duration::ZERO)
             && (inner.measure_blocked.get() || inner.debug.get() || pass.trace)
         {
-            return self.timed_wait(registry, pass, timeout, read_at);
+            let (after, blocked) = self.timed_wait(registry, timeout, read_at)?;
+            if pass.trace {
+                trace_wait(inner, registry, pass, blocked);
+            }
+            return Ok((false, after));
         }
         registry.select(timeout)?;
         if pass.trace {
@@ -248,16 +252,15 @@ impl EventLoop {
 
     /// Step 3 when the wait could block and its time is wanted: two readings of the
     /// monotonic clock around it (the first is step 2's, `read_at`, if it made one), the
-    /// difference added to `Stats::time_blocked`, the second returned for step 5.
+    /// difference added to `Stats::time_blocked`. Returns the reading after the wait (for
+    /// step 5) and the time it blocked.
     #[inline(never)]
     fn timed_wait(
         &self,
         registry: &mut Registry,
-        pass: Pass,
         timeout: Option<Duration>,
         read_at: u64,
-    ) -> io::Result<(bool, u64)> {
-        let inner = &*self.inner;
+    ) -> io::Result<(u64, u64)> {
         let before = if read_at != 0 {
             read_at
         } else {
@@ -266,11 +269,8 @@ impl EventLoop {
         registry.select(timeout)?;
         let after = clock::monotonic_ns();
         let blocked = after.saturating_sub(before);
-        bump(&inner.stats.time_blocked_ns, blocked);
-        if pass.trace {
-            trace_wait(inner, registry, pass, blocked);
-        }
-        Ok((false, after))
+        bump(&self.inner.stats.time_blocked_ns, blocked);
+        Ok((after, blocked))
     }
 
     /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired (or, with
