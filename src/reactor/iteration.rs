@@ -63,7 +63,7 @@ impl EventLoop {
         self.flush_interest(registry, pass);
         let (timeout, read_at) = self.choose_timeout(registry, pass, nowait);
         let (posted, after) = self.wait(registry, pass, timeout, read_at)?;
-        // Step 4's first report, kept out of the deque for step 6 when the deque was empty.
+        // The reader of a one-event wait, kept out of the deque for step 6 when it was empty.
         // Step 4 has nothing to do when the wait returned no event and no thread posted (a
         // loop that watches no fd but its waker, running callbacks, timers and tasks).
         let mut first = None;
@@ -281,7 +281,7 @@ impl EventLoop {
         registry: &mut Registry,
         pass: Pass,
         posted: bool,
-        first: &mut Option<(WatchRef, Side)>,
+        first: &mut Option<WatchRef>,
     ) {
         let inner = &*self.inner;
         let mut ready = inner.ready.borrow_mut();
@@ -343,7 +343,7 @@ impl EventLoop {
     /// exception: the tasks an I/O callback wakes are put at the front and run right after
     /// it, in this pass (`Inner::wake`), as if step 4 had queued them in its place.
     #[inline]
-    fn run_ready(&self, pass: Pass, first: &mut Option<(WatchRef, Side)>) {
+    fn run_ready(&self, pass: Pass, first: &mut Option<WatchRef>) {
         let inner = &*self.inner;
         let mut left = inner.ready.borrow().len();
         let debug = inner.debug.get();
@@ -356,14 +356,14 @@ impl EventLoop {
             ran: 0,
             skipped: 0,
         };
-        // Step 4's first report, kept out of the deque, runs before the deque's entries.
-        if let Some((watch, side)) = first.take() {
+        // Step 4's reader of a one-event wait, kept out of the deque, runs before its entries.
+        if let Some(reader) = first.take() {
             let io = WokenByIo::start(inner);
             let ok = if watched {
-                self.run_watched(Ready::Io(watch, side))
+                self.run_watched(Ready::Io(reader, Side::Reader))
             } else {
                 // Calls user code; no borrow is held.
-                watch.run(self, side)
+                reader.run(self, Side::Reader)
             };
             left += io.finish();
             if ok {

@@ -320,7 +320,7 @@ impl Registry {
 
     /// Step 4: queues the reader and/or writer of every reported fd; says whether the waker
     /// fired. Grows the event buffer when a wait filled it. With `first` (given when the
-    /// deque is empty, pointing at `None`) and one event, for a reader alone, its report goes
+    /// deque is empty, pointing at `None`) and one event, for a reader alone, that reader goes
     /// there instead of into the deque: step 6 runs it before the deque's entries (it would
     /// have been their front), and the most common iteration of a busy loop never touches the
     /// deque (`docs/16-performance.md`, round thirteen). Any other wait takes the loop below,
@@ -329,7 +329,7 @@ impl Registry {
     pub(crate) fn dispatch(
         &mut self,
         ready: &mut VecDeque<Ready>,
-        first: Option<&mut Option<(WatchRef, Side)>>,
+        first: Option<&mut Option<WatchRef>>,
     ) -> Dispatched {
         let mut d = Dispatched {
             events: self.events.len(),
@@ -346,7 +346,7 @@ impl Registry {
                 _ => None,
             };
             if let Some(r) = reader {
-                *first = Some((r.clone(), Side::Reader));
+                *first = Some(r.clone());
                 d.queued = 1;
                 return d;
             }

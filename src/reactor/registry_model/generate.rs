@@ -247,6 +247,7 @@ pub(super) fn run_model(flavour: Flavour) {
                 total.unregistered += c.unregistered;
                 total.queued += c.queued;
                 total.ghost_ready += c.ghost_ready;
+                total.first_kept += c.first_kept;
             }
             Err(failure) => panic!("{}", report(flavour, seed, &failure)),
         }
@@ -264,6 +265,7 @@ pub(super) fn run_model(flavour: Flavour) {
             c.unregistered,
             c.queued,
             c.ghost_ready,
+            c.first_kept,
         ];
         assert!(
             reached.iter().all(|&n| n >= SEEDS / 10),

@@ -68,6 +68,8 @@ pub(super) struct Coverage {
     pub(super) queued: u64,
     /// Iterations where an old file kept by a dup was ready while its number had a watcher.
     pub(super) ghost_ready: u64,
+    /// One-event waits whose reader dispatch kept out of the deque (`first`).
+    pub(super) first_kept: u64,
 }
 
 /// The registry under test, the world, and the model the registry is checked against.
@@ -479,8 +481,16 @@ impl Harness {
             ));
         }
 
-        // 4. Dispatch: the current reader and/or writer of every reported fd, in order.
-        let d = self.registry.dispatch(&mut ready, None);
+        // 4. Dispatch: the current reader and/or writer of every reported fd, in order. With
+        // the deque empty, a one-event wait's reader may be kept out of it (`first`): it
+        // stands at the front, where step 6 runs it.
+        let mut first = None;
+        let keep_first = ready.is_empty().then_some(&mut first);
+        let d = self.registry.dispatch(&mut ready, keep_first);
+        if let Some(reader) = first {
+            self.coverage.first_kept += 1;
+            ready.push_front(Ready::Io(reader, Side::Reader));
+        }
         let mut want = Vec::new();
         for e in want_events.iter().filter(|e| e.fd != WAKER) {
             for (on, side) in [(e.readable, Side::Reader), (e.writable, Side::Writer)] {
