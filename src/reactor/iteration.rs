@@ -64,12 +64,8 @@ impl EventLoop {
         let (timeout, read_at) = self.choose_timeout(registry, pass, nowait);
         let (posted, after) = self.wait(registry, pass, timeout, read_at)?;
         // The reader of a one-event wait, kept out of the deque for step 6 when it was empty.
-        // Step 4 has nothing to do when the wait returned no event and no thread posted (a
-        // loop that watches no fd but its waker, running callbacks, timers and tasks).
         let mut first = None;
-        if posted || pass.trace || !registry.events().is_empty() {
-            self.dispatch_io(registry, pass, posted, &mut first);
-        }
+        self.dispatch_io(registry, pass, posted, &mut first);
         drop(guard);
         self.expire_timers(pass, after);
         self.run_ready(pass, &mut first);
@@ -283,6 +279,11 @@ impl EventLoop {
         posted: bool,
         first: &mut Option<WatchRef>,
     ) {
+        // Nothing to do when the wait returned no event and no thread posted (a loop that
+        // watches no fd but its waker, running callbacks, timers and tasks).
+        if !posted && !pass.trace && registry.events().is_empty() {
+            return;
+        }
         let inner = &*self.inner;
         let mut ready = inner.ready.borrow_mut();
         let before = ready.len();
@@ -358,44 +359,41 @@ impl EventLoop {
         };
         // Step 4's reader of a one-event wait, kept out of the deque, runs before its entries.
         if let Some(reader) = first.take() {
-            let io = WokenByIo::start(inner);
-            let ok = if watched {
-                self.run_watched(Ready::Io(reader, Side::Reader))
-            } else {
-                // Calls user code; no borrow is held.
-                reader.run(self, Side::Reader)
-            };
-            left += io.finish();
-            if ok {
-                tally.ran += 1;
-            } else {
-                tally.skipped += 1;
-            }
+            left += self.run_entry(Ready::Io(reader, Side::Reader), watched, &mut tally);
         }
         while left > 0 {
             let Some(entry) = inner.ready.borrow_mut().pop_front() else {
                 break;
             };
             left -= 1;
-            let io = matches!(entry, Ready::Io(..)).then(|| WokenByIo::start(inner));
-            let ok = if watched {
-                self.run_watched(entry)
-            } else {
-                // Calls user code; no borrow is held.
-                entry.run(self)
-            };
-            if let Some(io) = io {
-                left += io.finish();
-            }
-            if ok {
-                tally.ran += 1;
-            } else {
-                tally.skipped += 1;
-            }
+            left += self.run_entry(entry, watched, &mut tally);
         }
         if pass.trace {
             trace::ran(inner, pass.iteration, tally.ran, tally.skipped);
         }
+    }
+
+    /// Runs one entry of step 6 and counts it; returns how many task steps it put at the
+    /// deque's front (an I/O callback's wake-ups, which run in this pass).
+    #[inline(always)]
+    fn run_entry(&self, entry: Ready, watched: bool, tally: &mut Tally<'_>) -> usize {
+        let io = matches!(entry, Ready::Io(..)).then(|| WokenByIo::start(&self.inner));
+        let ok = if watched {
+            self.run_watched(entry)
+        } else {
+            // Calls user code; no borrow is held.
+            entry.run(self)
+        };
+        let woken = match io {
+            Some(io) => io.finish(),
+            None => 0,
+        };
+        if ok {
+            tally.ran += 1;
+        } else {
+            tally.skipped += 1;
+        }
+        woken
     }
 
     /// Runs one entry in debug mode, trace mode, or both: the trace says when it leaves the
