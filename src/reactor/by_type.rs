@@ -99,6 +99,16 @@ impl<E: ?Sized> ByType<E> {
             .unwrap_or_else(|| unreachable!("a holder is filed under its own type"))
     }
 
+    /// How many holders there are.
+    pub(crate) fn count(&self) -> usize {
+        self.all.borrow().len()
+    }
+
+    /// Whether there is a holder of type `T`.
+    pub(crate) fn has<T: 'static>(&self) -> bool {
+        self.numbers.borrow().contains_key(&TypeId::of::<T>())
+    }
+
     /// Holder number `n`, type erased.
     #[inline]
     pub(crate) fn erased(&self, n: u32) -> Rc<E> {

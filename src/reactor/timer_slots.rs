@@ -9,22 +9,31 @@
 //! vectors have grown, even when the user keeps a million handles:
 //!
 //! ```text
-//!  heap entry (timers.rs)       slot table (one per loop)               closure stores
-//!  [deadline | seq, slot] ---> slots[slot] = { state, store, index, ---> stores[store]
-//!                                             handles, held, location }     .closures[index]
-//!  TimerHandle { slot } -----------^                                        = Some(F), inline
+//!  heap entry (timers.rs)       slot table (one per loop)           closure stores
+//!  [deadline | seq, slot] ---> slots[slot] = { index, handles, ---> stores[store]
+//!                                             store, state, held }     .closures[index]
+//!  TimerHandle { slot } -----------^         12 bytes                  = Some(F), inline
 //! ```
 //!
 //! - **A slot** is the timer's state (`Scheduled`, `Queued`, `Done`, `Cancelled`; the
 //!   machine of `cells.rs`), how many [`TimerHandle`](crate::TimerHandle)s name it, and
 //!   whether the heap or the ready deque still names it (`held`). It is freed for the next
 //!   timer when neither is true any more: a handle keeps answering `is_done()` for as long
-//!   as it exists, and a stale handle can never reach another timer's slot.
+//!   as it exists, and a stale handle can never reach another timer's slot. A slot is 12
+//!   bytes: every timer of a burst writes one in memory touched for the first time, and a
+//!   page fault per 4 KiB of such memory is most of what inserting a million timers costs
+//!   (`docs/16-performance.md`).
 //! - **A closure store** is a `Vec<Option<F>>` for one closure type `F` (one per call site,
 //!   in practice), with its own free list. The closure's size is known only to its type, so
 //!   the table cannot hold it; the store can, with no box. Stores are found by `TypeId`, the
 //!   last one used a checked downcast away (`by_type.rs`, as the callback pools of `cells.rs`
 //!   are).
+//! - **Where a timer was scheduled** (`TimerHandle::location`, debug mode's reports) is kept
+//!   by its store, not its slot: a closure type is written at one place in the source, so
+//!   every timer of a store was scheduled there, with two exceptions: a function named at
+//!   several call sites (`call_later(d, tick)` twice) and a `#[track_caller]` wrapper. A
+//!   timer scheduled elsewhere than its store's first one has its location in a side table
+//!   of the slot table, by slot (`other_locations`).
 //! - **No user code runs under a borrow.** Running a timer takes its closure out of its
 //!   store and releases every borrow before calling it; cancelling drops the closure after
 //!   the same. A closure may therefore schedule, cancel, drop handles or panic.
@@ -39,8 +48,9 @@
 //! Before this layout each timer was an `Rc` cell of its own (one `malloc` per timer, 152
 //! bytes of fresh memory with its handle); `docs/16-performance.md` has the figures.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::panic::Location;
 use std::rc::Rc;
 use std::time::Instant;
@@ -75,7 +85,19 @@ pub(crate) struct TimerSlots {
     pub(crate) tracing: Cell<bool>,
     /// The structured trace, while `tracing`.
     pub(crate) trace: RefCell<Option<Rc<dyn CancelTrace>>>,
+    /// How many closure stores there may be: [`MAX_STORES`] (fewer in tests).
+    max_stores: usize,
 }
+
+/// The most closure stores a loop has, one per closure type: a slot names its store in 16
+/// bits. A program that schedules timers of more types than that (it takes code generated
+/// on a grand scale) has the closures of the types past the last number boxed, in the store
+/// of [`Boxed`] closures; they run the same.
+pub(crate) const MAX_STORES: usize = 1 << 16;
+
+/// A timer's closure in a box: the type of the store that takes every closure type that has
+/// no store number left.
+type Boxed = Box<dyn FnOnce(&EventLoop)>;
 
 /// The slots; see [`TimerSlots`].
 #[derive(Default)]
@@ -85,22 +107,46 @@ pub(crate) struct SlotTable {
     free: Vec<u32>,
     /// Cancelled timers whose entry is still in the heap.
     pub(crate) cancelled_in_heap: usize,
+    /// Where the live timers were scheduled whose location is not their store's
+    /// ([`Store::location`]), by slot. An entry is written or removed each time a slot is
+    /// given to a timer while this is not empty, so a stale one (of a freed slot) is never
+    /// read.
+    other_locations: HashMap<u32, &'static Location<'static>>,
 }
 
-/// One timer.
+/// One timer, in 12 bytes (see the module docs).
 struct TimerSlot {
-    location: &'static Location<'static>,
-    /// Which store holds the closure, and where in it.
-    store: u32,
+    /// Where in its store the closure is.
     index: u32,
     /// The [`TimerHandle`](crate::TimerHandle)s naming this slot.
     handles: u32,
+    /// Which store holds the closure ([`MAX_STORES`] at most).
+    store: u16,
     state: State,
     /// Whether the heap or the ready deque still names this slot.
     held: bool,
 }
 
 impl SlotTable {
+    /// Files where the timer just given `slot` was scheduled, when it is not where its
+    /// store's first timer was (`usual`); otherwise forgets what a former timer of the slot
+    /// left there. Called only when one of the two may be the case.
+    #[cold]
+    #[inline(never)]
+    fn note_location(
+        &mut self,
+        slot: u32,
+        location: &'static Location<'static>,
+        usual: &'static Location<'static>,
+    ) {
+        // The same call site may have two `Location` statics (one per copy of the code).
+        if *location == *usual {
+            self.other_locations.remove(&slot);
+        } else {
+            self.other_locations.insert(slot, location);
+        }
+    }
+
     /// Frees `slot` if nothing names it any more.
     #[inline]
     fn free_if_unnamed(&mut self, slot: u32) {
@@ -138,7 +184,7 @@ impl SlotTable {
         let s = &mut self.slots[slot as usize];
         if s.state == State::Scheduled {
             s.state = State::Queued;
-            Some((s.store, s.index))
+            Some((u32::from(s.store), s.index))
         } else {
             self.drop_cancelled(slot);
             None
@@ -156,6 +202,8 @@ trait ClosureStore {
     /// Asks for the cache line of the closure at `index`, which is about to run (see
     /// [`TimerSlots::queue_expired`]); a hint, harmless for any index.
     fn prefetch(&self, index: u32);
+    /// Where the store's first timer was scheduled ([`Store::location`]).
+    fn location(&self) -> &'static Location<'static>;
     /// Takes one closure out, boxed, for the loop's close to drop (one at a time, each
     /// destructor's panic caught); `None` when the store is empty.
     fn take_any(&self) -> Option<Box<dyn Any>>;
@@ -166,7 +214,10 @@ trait ClosureStore {
 
 /// The closures of type `F`.
 struct Store<F> {
-    number: u32,
+    number: u16,
+    /// Where the first timer of this store was scheduled: where every timer of its closure
+    /// type was, but for the exceptions the slot table keeps (see the module docs).
+    location: &'static Location<'static>,
     inner: RefCell<StoreInner<F>>,
 }
 
@@ -249,6 +300,10 @@ impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
         prefetch_in(&s.closures, index as usize);
     }
 
+    fn location(&self) -> &'static Location<'static> {
+        self.location
+    }
+
     #[cfg(test)]
     fn places(&self) -> usize {
         self.inner.borrow().closures.len()
@@ -286,6 +341,16 @@ impl TimerSlots {
             cancelled_total: Cell::default(),
             tracing: Cell::default(),
             trace: RefCell::default(),
+            max_stores: MAX_STORES,
+        }
+    }
+
+    /// [`new`](TimerSlots::new) with room for `max_stores` closure stores only.
+    #[cfg(test)]
+    pub(crate) fn with_max_stores(epoch: Instant, max_stores: usize) -> TimerSlots {
+        TimerSlots {
+            max_stores,
+            ..TimerSlots::new(epoch)
         }
     }
 
@@ -297,44 +362,79 @@ impl TimerSlots {
         callback: F,
         location: &'static Location<'static>,
     ) -> u32 {
-        let (store, index) = self.put(callback);
+        let (store, index, usual) = self.put(callback, location);
         let slot = TimerSlot {
-            location,
-            store,
             index,
             handles: 1,
+            store,
             state: State::Scheduled,
             held: true,
         };
         let mut table = self.table.borrow_mut();
         let table = &mut *table;
-        put_in(&mut table.slots, &mut table.free, slot)
-    }
-
-    /// Puts `callback` in the store of its type; returns (store number, index).
-    #[inline(always)]
-    fn put<F: FnOnce(&EventLoop) + 'static>(&self, callback: F) -> (u32, u32) {
-        if let Some(store) = self.stores.last::<Store<F>>() {
-            return (store.number, store.put(callback));
+        let slot = put_in(&mut table.slots, &mut table.free, slot);
+        if !std::ptr::eq(location, usual) || !table.other_locations.is_empty() {
+            table.note_location(slot, location, usual);
         }
-        let store = self.store::<F>();
-        let index = store.put(callback);
-        (store.number, index)
+        slot
     }
 
-    /// The store of closure type `F`, made on first use; it becomes the last one used.
+    /// Puts `callback` in the store of its type; returns (store number, index, the store's
+    /// location).
+    #[inline(always)]
+    fn put<F: FnOnce(&EventLoop) + 'static>(
+        &self,
+        callback: F,
+        location: &'static Location<'static>,
+    ) -> (u16, u32, &'static Location<'static>) {
+        if let Some(store) = self.stores.last::<Store<F>>() {
+            return (store.number, store.put(callback), store.location);
+        }
+        self.put_slow(callback, location)
+    }
+
+    /// [`put`](TimerSlots::put) when `F`'s store is not the last one used: found or made.
+    /// When every store number is taken, the closure is boxed and goes to the store of
+    /// boxed closures, which always has one.
     #[inline(never)]
-    fn store<F: FnOnce(&EventLoop) + 'static>(&self) -> Rc<Store<F>> {
-        self.stores.get_or_make(|number| {
+    fn put_slow<F: FnOnce(&EventLoop) + 'static>(
+        &self,
+        callback: F,
+        location: &'static Location<'static>,
+    ) -> (u16, u32, &'static Location<'static>) {
+        if let Some(store) = self.store::<F>(location) {
+            return (store.number, store.put(callback), store.location);
+        }
+        let boxed: Boxed = Box::new(callback);
+        let store = self
+            .store::<Boxed>(location)
+            .unwrap_or_else(|| unreachable!("a number is kept for the store of boxed closures"));
+        (store.number, store.put(boxed), store.location)
+    }
+
+    /// The store of closure type `F`, made on first use (`location` is its first timer's);
+    /// it becomes the last one used. `None` if it does not exist and there is no number left
+    /// for it: the last of the [`MAX_STORES`] numbers is kept for the store of [`Boxed`]
+    /// closures.
+    fn store<F: FnOnce(&EventLoop) + 'static>(
+        &self,
+        location: &'static Location<'static>,
+    ) -> Option<Rc<Store<F>>> {
+        let kept = usize::from(TypeId::of::<F>() != TypeId::of::<Boxed>());
+        if self.stores.count() + kept >= self.max_stores && !self.stores.has::<Store<F>>() {
+            return None;
+        }
+        Some(self.stores.get_or_make(|number| {
             let store = Rc::new(Store::<F> {
-                number,
+                number: u16::try_from(number).expect("fewer than MAX_STORES stores"),
+                location,
                 inner: RefCell::new(StoreInner {
                     closures: Vec::new(),
                     free: Vec::new(),
                 }),
             });
             (store.clone(), store)
-        })
+        }))
     }
 
     /// Marks the timers of `batch`, just taken off the heap, `Queued` and hands each live one
@@ -386,7 +486,7 @@ impl TimerSlots {
             s.held = false;
             let live = s.state == State::Queued;
             if live {
-                debug_assert_eq!((s.store, s.index), place);
+                debug_assert_eq!((u32::from(s.store), s.index), place);
                 s.state = State::Done; // a `cancel` from inside the callback is a no-op
             }
             table.free_if_unnamed(slot);
@@ -429,7 +529,7 @@ impl TimerSlots {
                 State::Done | State::Cancelled => return,
             }
             s.state = State::Cancelled;
-            (s.store, s.index)
+            (u32::from(s.store), s.index)
         };
         self.cancelled_total.set(self.cancelled_total.get() + 1);
         self.stores.erased(store).discard(index);
@@ -445,7 +545,13 @@ impl TimerSlots {
 
     /// Where the timer in `slot` was scheduled.
     pub(crate) fn location(&self, slot: u32) -> &'static Location<'static> {
-        self.table.borrow().slots[slot as usize].location
+        let table = self.table.borrow();
+        if let Some(&location) = table.other_locations.get(&slot) {
+            return location;
+        }
+        self.stores
+            .erased(u32::from(table.slots[slot as usize].store))
+            .location()
     }
 
     /// One more handle names `slot`.
@@ -514,7 +620,7 @@ impl TimerSlots {
     pub(crate) fn place(&self, slot: u32) -> (u32, u32) {
         let table = self.table.borrow();
         let s = &table.slots[slot as usize];
-        (s.store, s.index)
+        (u32::from(s.store), s.index)
     }
 
     /// The slots the table holds, in use or free, and the places of every closure store.
@@ -522,5 +628,17 @@ impl TimerSlots {
     pub(crate) fn sizes(&self) -> (usize, usize) {
         let places = self.stores.all_erased().iter().map(|s| s.places()).sum();
         (self.table.borrow().slots.len(), places)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A slot is 12 bytes: a burst of a million timers touches 12 MB of fresh slots, not the
+    /// 24 MB it took while a slot kept its timer's location.
+    #[test]
+    fn a_slot_is_twelve_bytes() {
+        assert_eq!(std::mem::size_of::<TimerSlot>(), 12);
     }
 }

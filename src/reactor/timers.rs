@@ -253,10 +253,15 @@ pub(crate) struct Timers {
 
 impl Timers {
     pub(crate) fn new() -> Timers {
+        Timers::with_slots(TimerSlots::new(Instant::now()))
+    }
+
+    /// Timers over the slot table `slots`.
+    fn with_slots(slots: TimerSlots) -> Timers {
         Timers {
             heap: QuadHeap::default(),
             next_seq: 0,
-            slots: Rc::new(TimerSlots::new(Instant::now())),
+            slots: Rc::new(slots),
             compactions: 0,
             due: Vec::with_capacity(EXPIRE_BATCH),
         }
@@ -493,7 +498,7 @@ impl Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
     use std::time::Duration;
 
     type Log = Rc<RefCell<Vec<u32>>>;
@@ -919,5 +924,132 @@ mod tests {
         let mut ran = ids(&mut ready, &log);
         ran.sort_unstable();
         assert_eq!(ran, in_order);
+    }
+
+    /// A timer's location is its closure store's unless it was scheduled elsewhere than
+    /// that store's first timer: a function scheduled from two places, here. Each handle
+    /// says where its own timer was scheduled, before and after it ran, and a slot that
+    /// served an exception and then a timer of the usual place says the usual place.
+    #[test]
+    fn each_timer_keeps_where_it_was_scheduled_when_one_closure_type_has_two_places() {
+        fn tick(_: &EventLoop) {}
+        let here: &'static Location<'static> = Location::caller();
+        let there: &'static Location<'static> = Location::caller();
+        assert_ne!(here, there);
+        let t0 = Instant::now();
+        let log = Log::default();
+        let mut timers = Timers::new();
+        let key = timers.key_at(t0);
+        let a = timers.push(key, tick, here);
+        let b = timers.push(key, tick, there);
+        let c = timers.push(key, tick, here);
+        let other = push(&mut timers, t0, &log, 1);
+        assert_eq!(
+            [a.location(), b.location(), c.location()],
+            [here, there, here]
+        );
+        assert_ne!(
+            other.location(),
+            here,
+            "another closure type, another store"
+        );
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(t0, &mut ready), 4);
+        let event_loop = EventLoop::new().unwrap();
+        for r in ready.drain(..) {
+            r.run(&event_loop);
+        }
+        assert!(b.is_done());
+        assert_eq!(
+            b.location(),
+            there,
+            "a handle keeps its location after the run"
+        );
+        let b_slot = b.slot;
+        drop(b);
+        let d = timers.push(key, tick, here);
+        assert_eq!(d.slot, b_slot, "the exception's slot, reused");
+        assert_eq!(d.location(), here);
+        assert_eq!([a.location(), c.location()], [here, here]);
+    }
+
+    /// Past the last store number, a closure type has its closures boxed, in the store of
+    /// boxed closures, which keeps the last number. Here there are three numbers: the first
+    /// two types have stores, the three after them share the boxed one, and every timer
+    /// runs in deadline order, can be cancelled, and says where it was scheduled.
+    #[test]
+    fn closure_types_past_the_last_store_number_are_boxed_and_run_the_same() {
+        let t0 = Instant::now();
+        let log = Log::default();
+        let mut timers = Timers::with_slots(TimerSlots::with_max_stores(t0, 3));
+        let at = |ms| timers.key_at(t0 + Duration::from_millis(ms));
+        let keys = [at(5), at(4), at(3), at(2), at(1), at(0)];
+        let (l0, l1, l2, l3, l4) = (
+            log.clone(),
+            log.clone(),
+            log.clone(),
+            log.clone(),
+            log.clone(),
+        );
+        let mut handles = vec![
+            timers.push(
+                keys[0],
+                move |_| l0.borrow_mut().push(0),
+                Location::caller(),
+            ),
+            timers.push(
+                keys[1],
+                move |_| l1.borrow_mut().push(1),
+                Location::caller(),
+            ),
+            timers.push(
+                keys[2],
+                move |_| l2.borrow_mut().push(2),
+                Location::caller(),
+            ),
+            timers.push(
+                keys[3],
+                move |_| l3.borrow_mut().push(3),
+                Location::caller(),
+            ),
+            timers.push(
+                keys[4],
+                move |_| l4.borrow_mut().push(4),
+                Location::caller(),
+            ),
+        ];
+        let dropped = Rc::new(Cell::new(false));
+        let guard = DropFlag(dropped.clone());
+        handles.push(timers.push(keys[5], move |_| drop(guard), Location::caller()));
+        assert_eq!(timers.slots.sizes().1, 6, "every closure has a place");
+        let stores: Vec<u32> = handles
+            .iter()
+            .map(|h| timers.slots.place(h.slot).0)
+            .collect();
+        assert_eq!(
+            stores,
+            [0, 1, 2, 2, 2, 2],
+            "the boxed store took the last number"
+        );
+        let lines: Vec<u32> = handles.iter().map(|h| h.location().line()).collect();
+        assert!(
+            lines.windows(2).all(|w| w[0] < w[1]),
+            "each its own line: {lines:?}"
+        );
+        handles[5].cancel();
+        assert!(dropped.get(), "a boxed closure is dropped when cancelled");
+        let mut ready = VecDeque::new();
+        assert_eq!(timers.expire(t0 + Duration::from_secs(1), &mut ready), 5);
+        assert_eq!(ids(&mut ready, &log), [4, 3, 2, 1, 0]);
+        assert!(handles[..5].iter().all(TimerHandle::is_done));
+    }
+
+    /// Sets its flag when dropped.
+    struct DropFlag(Rc<Cell<bool>>);
+
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.set(true);
+        }
     }
 }
