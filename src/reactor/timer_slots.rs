@@ -78,6 +78,9 @@ pub(crate) struct TimerSlots {
     /// The closure stores, one per closure type (`by_type.rs`); a slot names its store by
     /// number.
     stores: ByType<dyn ClosureStore>,
+    /// Cancelled timers whose entry is still in the heap. Outside `table`, so that the check
+    /// every push makes (`Timers::maybe_compact`) reads it with no borrow.
+    pub(crate) cancelled_in_heap: Cell<usize>,
     /// Timers cancelled before they fired, ever.
     pub(crate) cancelled_total: Cell<u64>,
     /// Whether the loop writes the structured trace (`trace_json.rs`): the flag `cancel`
@@ -105,8 +108,6 @@ pub(crate) struct SlotTable {
     slots: Vec<TimerSlot>,
     /// Slots free for reuse.
     free: Vec<u32>,
-    /// Cancelled timers whose entry is still in the heap.
-    pub(crate) cancelled_in_heap: usize,
     /// Where the live timers were scheduled whose location is not their store's
     /// ([`Store::location`]), by slot. An entry is written or removed each time a slot is
     /// given to a timer while this is not empty, so a stale one (of a freed slot) is never
@@ -169,24 +170,32 @@ impl SlotTable {
         self.slots[slot as usize].state == State::Cancelled
     }
 
-    /// The heap let go of a cancelled timer's entry.
+    /// The heap let go of a cancelled timer's entry (`cancelled_in_heap`: the count of
+    /// [`TimerSlots`]).
     #[inline]
-    pub(crate) fn drop_cancelled(&mut self, slot: u32) {
+    pub(crate) fn drop_cancelled(&mut self, slot: u32, cancelled_in_heap: &Cell<usize>) {
+        cancelled_in_heap.set(cancelled_in_heap.get().saturating_sub(1));
+        self.release(slot);
+    }
+
+    /// The heap let go of a cancelled timer's entry, and its caller counts it (the sweep of
+    /// `Timers::compact`, which drops them all).
+    #[inline]
+    pub(crate) fn release(&mut self, slot: u32) {
         self.slots[slot as usize].held = false;
-        self.cancelled_in_heap = self.cancelled_in_heap.saturating_sub(1);
         self.free_if_unnamed(slot);
     }
 
     /// A timer left the heap: live, it is marked `Queued` and its closure's place is returned;
     /// cancelled, it is dropped.
     #[inline]
-    fn expire(&mut self, slot: u32) -> Option<(u32, u32)> {
+    fn expire(&mut self, slot: u32, cancelled_in_heap: &Cell<usize>) -> Option<(u32, u32)> {
         let s = &mut self.slots[slot as usize];
         if s.state == State::Scheduled {
             s.state = State::Queued;
             Some((u32::from(s.store), s.index))
         } else {
-            self.drop_cancelled(slot);
+            self.drop_cancelled(slot, cancelled_in_heap);
             None
         }
     }
@@ -338,6 +347,7 @@ impl TimerSlots {
             epoch: Epoch::new(epoch),
             table: RefCell::default(),
             stores: ByType::default(),
+            cancelled_in_heap: Cell::default(),
             cancelled_total: Cell::default(),
             tracing: Cell::default(),
             trace: RefCell::default(),
@@ -461,7 +471,7 @@ impl TimerSlots {
         let stores = self.stores.erased_all();
         let mut live = 0;
         for slot in batch {
-            if let Some((store, index)) = table.expire(slot) {
+            if let Some((store, index)) = table.expire(slot, &self.cancelled_in_heap) {
                 stores.get(store).prefetch(index);
                 queue(slot, (store, index));
                 live += 1;
@@ -524,7 +534,7 @@ impl TimerSlots {
                 return;
             };
             match s.state {
-                State::Scheduled => table.cancelled_in_heap += 1,
+                State::Scheduled => self.cancelled_in_heap.set(self.cancelled_in_heap.get() + 1),
                 State::Queued => {}
                 State::Done | State::Cancelled => return,
             }
@@ -581,7 +591,7 @@ impl TimerSlots {
         {
             let mut table = self.table.borrow_mut();
             let table = &mut *table;
-            table.cancelled_in_heap = 0;
+            self.cancelled_in_heap.set(0);
             for n in 0..table.slots.len() {
                 let s = &mut table.slots[n];
                 if s.held {

@@ -351,7 +351,8 @@ impl Timers {
         while let Some(top) = self.heap.peek() {
             if table.is_cancelled(top.slot()) {
                 self.heap.pop();
-                table.drop_cancelled(top.slot()); // its closure was dropped by `cancel`
+                // Its closure was dropped by `cancel`.
+                table.drop_cancelled(top.slot(), &self.slots.cancelled_in_heap);
             } else {
                 return Some(top.key);
             }
@@ -430,7 +431,7 @@ impl Timers {
     pub(crate) fn live(&self) -> usize {
         self.heap
             .len()
-            .saturating_sub(self.slots.table.borrow().cancelled_in_heap)
+            .saturating_sub(self.slots.cancelled_in_heap.get())
     }
 
     /// Timers cancelled before they fired, ever.
@@ -453,10 +454,9 @@ impl Timers {
     /// on every push, so it stays inline and cheap; the sweep itself does not.
     #[inline(always)]
     fn maybe_compact(&mut self) {
+        // The count is a `Cell` outside the slot table: no borrow to check.
         let len = self.heap.len();
-        if len > COMPACT_MIN
-            && self.slots.table.borrow().cancelled_in_heap * COMPACT_FRACTION >= len
-        {
+        if len > COMPACT_MIN && self.slots.cancelled_in_heap.get() * COMPACT_FRACTION >= len {
             self.compact();
         }
     }
@@ -478,12 +478,12 @@ impl Timers {
                 self.heap.v.swap_remove(i);
                 // Its closure was dropped by `cancel`; the slot is freed unless a handle
                 // still names it.
-                table.drop_cancelled(entry.slot());
+                table.release(entry.slot()); // the count is set to 0 below
             } else {
                 i += 1;
             }
         }
-        table.cancelled_in_heap = 0;
+        self.slots.cancelled_in_heap.set(0);
         self.heap.heapify();
         self.compactions += 1;
     }
@@ -748,10 +748,10 @@ mod tests {
             h.cancel();
         }
         let cancelled = first.iter().filter(|h| h.slot % 3 != 0).count();
-        assert_eq!(timers.slots.table.borrow().cancelled_in_heap, cancelled);
+        assert_eq!(timers.slots.cancelled_in_heap.get(), cancelled);
         drop(first); // the slots of the cancelled timers can be freed once swept
         timers.tidy();
-        assert_eq!(timers.slots.table.borrow().cancelled_in_heap, 0);
+        assert_eq!(timers.slots.cancelled_in_heap.get(), 0);
         assert_eq!(timers.len(), 100, "only the live entries are left");
         // New timers take the freed slots; cancelling a few others makes the next sweep run.
         let second: Vec<_> = (0..200)
