@@ -33,7 +33,9 @@
 //!   every timer of a store was scheduled there, with two exceptions: a function named at
 //!   several call sites (`call_later(d, tick)` twice) and a `#[track_caller]` wrapper. A
 //!   timer scheduled elsewhere than its store's first one has its location in a side table
-//!   of the slot table, by slot (`other_locations`).
+//!   of the slot table, by slot (`other_locations`), and its slot a flag that says so; the
+//!   entry goes when the slot is freed. A program that has such timers pays for a hash map
+//!   entry on each of them only.
 //! - **No user code runs under a borrow.** Running a timer takes its closure out of its
 //!   store and releases every borrow before calling it; cancelling drops the closure after
 //!   the same. A closure may therefore schedule, cancel, drop handles or panic.
@@ -108,10 +110,9 @@ pub(crate) struct SlotTable {
     slots: Vec<TimerSlot>,
     /// Slots free for reuse.
     free: Vec<u32>,
-    /// Where the live timers were scheduled whose location is not their store's
-    /// ([`Store::location`]), by slot. An entry is written or removed each time a slot is
-    /// given to a timer while this is not empty, so a stale one (of a freed slot) is never
-    /// read.
+    /// Where the timers were scheduled whose location is not their store's
+    /// ([`Store::location`]), by slot: exactly the slots marked [`ELSEWHERE`]. An entry is
+    /// written when its timer is given the slot and removed when the slot is freed.
     other_locations: HashMap<u32, &'static Location<'static>>,
 }
 
@@ -124,14 +125,33 @@ struct TimerSlot {
     /// Which store holds the closure ([`MAX_STORES`] at most).
     store: u16,
     state: State,
+    /// [`HELD`] and [`ELSEWHERE`].
+    flags: u8,
+}
+
+/// A slot's flag: the heap or the ready deque still names it.
+const HELD: u8 = 1;
+/// A slot's flag: its timer was scheduled elsewhere than its store's first one, and
+/// `other_locations` says where.
+const ELSEWHERE: u8 = 2;
+
+impl TimerSlot {
     /// Whether the heap or the ready deque still names this slot.
-    held: bool,
+    #[inline(always)]
+    fn held(&self) -> bool {
+        self.flags & HELD != 0
+    }
+
+    /// The heap or the ready deque let go of this slot.
+    #[inline(always)]
+    fn unhold(&mut self) {
+        self.flags &= !HELD;
+    }
 }
 
 impl SlotTable {
-    /// Files where the timer just given `slot` was scheduled, when it is not where its
-    /// store's first timer was (`usual`); otherwise forgets what a former timer of the slot
-    /// left there. Called only when one of the two may be the case.
+    /// Files where the timer just given `slot` was scheduled, and marks the slot
+    /// [`ELSEWHERE`], if that is not where its store's first timer was (`usual`).
     #[cold]
     #[inline(never)]
     fn note_location(
@@ -140,10 +160,9 @@ impl SlotTable {
         location: &'static Location<'static>,
         usual: &'static Location<'static>,
     ) {
-        // The same call site may have two `Location` statics (one per copy of the code).
-        if *location == *usual {
-            self.other_locations.remove(&slot);
-        } else {
+        // Two statics may stand for one call site (one per copy of the code that holds it).
+        if *location != *usual {
+            self.slots[slot as usize].flags |= ELSEWHERE;
             self.other_locations.insert(slot, location);
         }
     }
@@ -152,9 +171,19 @@ impl SlotTable {
     #[inline]
     fn free_if_unnamed(&mut self, slot: u32) {
         let s = &self.slots[slot as usize];
-        if s.handles == 0 && !s.held {
+        if s.handles == 0 && !s.held() {
+            if s.flags & ELSEWHERE != 0 {
+                self.forget_location(slot);
+            }
             self.free.push(slot);
         }
+    }
+
+    /// Removes the location of the timer of `slot`, being freed, from `other_locations`.
+    #[cold]
+    #[inline(never)]
+    fn forget_location(&mut self, slot: u32) {
+        self.other_locations.remove(&slot);
     }
 
     /// Asks for `slot`'s cache line ahead of its use (`evloop_sys::prefetch`): a hint,
@@ -182,7 +211,7 @@ impl SlotTable {
     /// `Timers::compact`, which drops them all).
     #[inline]
     pub(crate) fn release(&mut self, slot: u32) {
-        self.slots[slot as usize].held = false;
+        self.slots[slot as usize].unhold();
         self.free_if_unnamed(slot);
     }
 
@@ -378,12 +407,12 @@ impl TimerSlots {
             handles: 1,
             store,
             state: State::Scheduled,
-            held: true,
+            flags: HELD,
         };
         let mut table = self.table.borrow_mut();
         let table = &mut *table;
         let slot = put_in(&mut table.slots, &mut table.free, slot);
-        if !std::ptr::eq(location, usual) || !table.other_locations.is_empty() {
+        if !std::ptr::eq(location, usual) {
             table.note_location(slot, location, usual);
         }
         slot
@@ -493,7 +522,7 @@ impl TimerSlots {
         {
             let mut table = self.table.borrow_mut();
             let s = &mut table.slots[slot as usize];
-            s.held = false;
+            s.unhold();
             let live = s.state == State::Queued;
             if live {
                 debug_assert_eq!((u32::from(s.store), s.index), place);
@@ -556,12 +585,13 @@ impl TimerSlots {
     /// Where the timer in `slot` was scheduled.
     pub(crate) fn location(&self, slot: u32) -> &'static Location<'static> {
         let table = self.table.borrow();
-        if let Some(&location) = table.other_locations.get(&slot) {
-            return location;
+        let s = &table.slots[slot as usize];
+        if s.flags & ELSEWHERE != 0 {
+            if let Some(&location) = table.other_locations.get(&slot) {
+                return location;
+            }
         }
-        self.stores
-            .erased(u32::from(table.slots[slot as usize].store))
-            .location()
+        self.stores.erased(u32::from(s.store)).location()
     }
 
     /// One more handle names `slot`.
@@ -594,8 +624,8 @@ impl TimerSlots {
             self.cancelled_in_heap.set(0);
             for n in 0..table.slots.len() {
                 let s = &mut table.slots[n];
-                if s.held {
-                    s.held = false;
+                if s.held() {
+                    s.unhold();
                     if matches!(s.state, State::Scheduled | State::Queued) {
                         s.state = State::Cancelled;
                     }
@@ -623,6 +653,12 @@ impl TimerSlots {
     pub(crate) fn slots_in_use(&self) -> usize {
         let table = self.table.borrow();
         table.slots.len() - table.free.len()
+    }
+
+    /// How many timers have their location in the side table (`other_locations`).
+    #[cfg(test)]
+    pub(crate) fn other_locations(&self) -> usize {
+        self.table.borrow().other_locations.len()
     }
 
     /// Where the closure of the timer in `slot` is (store, index).

@@ -928,8 +928,9 @@ mod tests {
 
     /// A timer's location is its closure store's unless it was scheduled elsewhere than
     /// that store's first timer: a function scheduled from two places, here. Each handle
-    /// says where its own timer was scheduled, before and after it ran, and a slot that
-    /// served an exception and then a timer of the usual place says the usual place.
+    /// says where its own timer was scheduled, before and after it ran; the side table
+    /// holds the exception only while its slot lives, and the slot, reused by a timer of
+    /// the usual place, says the usual place.
     #[test]
     fn each_timer_keeps_where_it_was_scheduled_when_one_closure_type_has_two_places() {
         fn tick(_: &EventLoop) {}
@@ -966,7 +967,9 @@ mod tests {
             "a handle keeps its location after the run"
         );
         let b_slot = b.slot;
+        assert_eq!(timers.slots.other_locations(), 1, "b's alone");
         drop(b);
+        assert_eq!(timers.slots.other_locations(), 0, "forgotten with its slot");
         let d = timers.push(key, tick, here);
         assert_eq!(d.slot, b_slot, "the exception's slot, reused");
         assert_eq!(d.location(), here);
