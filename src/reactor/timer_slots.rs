@@ -11,7 +11,7 @@
 //! ```text
 //!  heap entry (timers.rs)       slot table (one per loop)           closure stores
 //!  [deadline | seq, slot] ---> slots[slot] = { index, handles, ---> stores[store]
-//!                                             store, state, held }     .closures[index]
+//!                                             store, state, flags }    .closures[index]
 //!  TimerHandle { slot } -----------^         12 bytes                  = Some(F), inline
 //! ```
 //!
