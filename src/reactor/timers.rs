@@ -987,39 +987,19 @@ mod tests {
         let mut timers = Timers::with_slots(TimerSlots::with_max_stores(t0, 3));
         let at = |ms| timers.key_at(t0 + Duration::from_millis(ms));
         let keys = [at(5), at(4), at(3), at(2), at(1), at(0)];
-        let (l0, l1, l2, l3, l4) = (
-            log.clone(),
-            log.clone(),
-            log.clone(),
-            log.clone(),
-            log.clone(),
-        );
+        // Each expansion is a closure expression of its own, so a closure type of its own.
+        macro_rules! logs {
+            ($id:expr) => {{
+                let log = log.clone();
+                move |_: &EventLoop| log.borrow_mut().push($id)
+            }};
+        }
         let mut handles = vec![
-            timers.push(
-                keys[0],
-                move |_| l0.borrow_mut().push(0),
-                Location::caller(),
-            ),
-            timers.push(
-                keys[1],
-                move |_| l1.borrow_mut().push(1),
-                Location::caller(),
-            ),
-            timers.push(
-                keys[2],
-                move |_| l2.borrow_mut().push(2),
-                Location::caller(),
-            ),
-            timers.push(
-                keys[3],
-                move |_| l3.borrow_mut().push(3),
-                Location::caller(),
-            ),
-            timers.push(
-                keys[4],
-                move |_| l4.borrow_mut().push(4),
-                Location::caller(),
-            ),
+            timers.push(keys[0], logs!(0), Location::caller()),
+            timers.push(keys[1], logs!(1), Location::caller()),
+            timers.push(keys[2], logs!(2), Location::caller()),
+            timers.push(keys[3], logs!(3), Location::caller()),
+            timers.push(keys[4], logs!(4), Location::caller()),
         ];
         let dropped = Rc::new(Cell::new(false));
         let guard = DropFlag(dropped.clone());
