@@ -143,8 +143,10 @@ pub(crate) struct Inner {
     pub(crate) stats: StatsCells,
     /// While step 6 runs an I/O callback: how many tasks it has woken so far. Their steps go
     /// to the front of the ready deque, in order, and run right after the callback, in the
-    /// same pass (`iteration.rs`, `run_ready`). `None` otherwise: a wake queues at the back.
-    pub(crate) woken_by_io: Cell<Option<usize>>,
+    /// same pass (`iteration.rs`, `run_ready`). [`NOT_IN_IO`] otherwise: a wake queues at the
+    /// back. (A sentinel rather than an `Option`: one store to set or clear, one load and one
+    /// comparison to read, on every I/O callback.)
+    pub(crate) woken_by_io: Cell<usize>,
     /// What [`EventLoop::time`] reads: the monotonic clock, or a virtual one (`clock.rs`).
     pub(crate) clock: Clock,
 }
@@ -286,7 +288,7 @@ impl EventLoop {
                 slow_callback: Cell::new(DEFAULT_SLOW_CALLBACK),
                 measure_blocked: Cell::new(false),
                 stats: StatsCells::default(),
-                woken_by_io: Cell::new(None),
+                woken_by_io: Cell::new(NOT_IN_IO),
                 clock,
             }),
         };
@@ -1048,6 +1050,9 @@ impl EventLoop {
     }
 }
 
+/// [`Inner::woken_by_io`] outside an I/O callback.
+pub(crate) const NOT_IN_IO: usize = usize::MAX;
+
 impl Inner {
     /// Queues the next step of the runnable `key`, unless one is queued already (N wakes
     /// before a step give one step) or it is gone (a stale wake is a no-op). `from_thread`
@@ -1067,16 +1072,17 @@ impl Inner {
         if self.trace.get() {
             let pos = queued
                 .then(|| self.woken_by_io.get())
-                .flatten()
+                .filter(|&k| k != NOT_IN_IO)
                 .map(|k| k.min(self.ready.borrow().len()));
             trace::woken(self, key, || runnable.label(), from_thread, queued, pos);
         }
         if queued {
             let mut ready = self.ready.borrow_mut();
             match self.woken_by_io.get() {
+                NOT_IN_IO => ready.push_back(Ready::Step(runnable)),
                 // Woken by the I/O callback step 6 is running: the step goes right behind the
                 // ones that callback woke before, at the front, and runs in this pass.
-                Some(k) => {
+                k => {
                     // `min`: a callback that closed the loop emptied the deque meanwhile.
                     let k = k.min(ready.len());
                     if k == 0 {
@@ -1084,9 +1090,8 @@ impl Inner {
                     } else {
                         ready.insert(k, Ready::Step(runnable));
                     }
-                    self.woken_by_io.set(Some(k + 1));
+                    self.woken_by_io.set(k + 1);
                 }
-                None => ready.push_back(Ready::Step(runnable)),
             }
         }
     }

@@ -37,7 +37,7 @@ use evloop_sys::clock;
 use crate::reactor::clock::VirtualClock;
 use crate::reactor::deadline::Now;
 use crate::reactor::diagnostics::{Diagnostic, DiagnosticKind};
-use crate::reactor::event_loop::{bump, closed_error, StatsCells};
+use crate::reactor::event_loop::{bump, closed_error, StatsCells, NOT_IN_IO};
 use crate::reactor::ready::{Ready, WatchRef};
 use crate::reactor::registry::{Registry, Side};
 use crate::reactor::remote::RemoteItem;
@@ -523,18 +523,20 @@ struct WokenByIo<'a> {
 
 impl<'a> WokenByIo<'a> {
     fn start(inner: &'a Inner) -> WokenByIo<'a> {
-        inner.woken_by_io.set(Some(0));
+        inner.woken_by_io.set(0);
         WokenByIo { inner }
     }
 
     /// Ends the span: how many task steps the callback put at the front.
     fn finish(self) -> usize {
-        self.inner.woken_by_io.get().unwrap_or(0)
+        let woken = self.inner.woken_by_io.get();
+        debug_assert_ne!(woken, NOT_IN_IO, "only this guard ends the span");
+        woken
     }
 }
 
 impl Drop for WokenByIo<'_> {
     fn drop(&mut self) {
-        self.inner.woken_by_io.set(None);
+        self.inner.woken_by_io.set(NOT_IN_IO);
     }
 }
