@@ -33,6 +33,7 @@ use std::io;
 use std::panic::Location;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use evloop_sys::process::ForkMark;
 use evloop_sys::Waker;
 
 use crate::reactor::ready::{Posted, RemoteCallback};
@@ -99,10 +100,10 @@ impl RemoteState {
 
 pub(crate) struct Shared {
     state: Mutex<RemoteState>,
-    /// The fork generation the loop was made in (`evloop_sys::process::fork_generation`):
-    /// in the child of a `fork()` the waker fd is the parent's, and nobody would ever run
-    /// what is queued, so every post is refused.
-    fork_generation: u64,
+    /// The fork generation the loop was made in (`evloop_sys::process::ForkMark`): in the
+    /// child of a `fork()` the waker fd is the parent's, and nobody would ever run what is
+    /// queued, so every post is refused.
+    fork_mark: ForkMark,
 }
 
 impl Shared {
@@ -115,14 +116,14 @@ impl Shared {
                 #[cfg(test)]
                 fault: None,
             }),
-            fork_generation: evloop_sys::process::fork_generation(),
+            fork_mark: ForkMark::new(),
         })
     }
 
     /// Whether this is the child of a `fork()` (not the process that created the loop): one
     /// atomic load, outside the lock (no `getpid` system call per post).
     pub(crate) fn forked(&self) -> bool {
-        evloop_sys::process::fork_generation() != self.fork_generation
+        self.fork_mark.forked()
     }
 
     /// Posts the item `make` builds (or only wakes, for `None`): refused in a forked child,

@@ -42,3 +42,40 @@ pub fn fork_generation() -> u64 {
     });
     GENERATION.load(Ordering::Relaxed)
 }
+
+/// The fork generation of the moment it was made, which it can compare with the current one
+/// in one atomic load: making it installed the child handler ([`fork_generation`]), so
+/// [`forked`](ForkMark::forked) skips the check that the installation was done, which
+/// `fork_generation` makes on every call (an event loop asks once per iteration).
+///
+/// # Examples
+///
+/// ```
+/// let mark = evloop_sys::process::ForkMark::new();
+/// assert!(!mark.forked()); // no fork in between
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ForkMark {
+    generation: u64,
+}
+
+impl ForkMark {
+    /// Marks the current process (installing the child handler on first use).
+    pub fn new() -> ForkMark {
+        ForkMark {
+            generation: fork_generation(),
+        }
+    }
+
+    /// Whether this is a child (or a later descendant) of the process that made the mark.
+    #[inline]
+    pub fn forked(&self) -> bool {
+        GENERATION.load(Ordering::Relaxed) != self.generation
+    }
+}
+
+impl Default for ForkMark {
+    fn default() -> ForkMark {
+        ForkMark::new()
+    }
+}
