@@ -1008,12 +1008,10 @@ impl EventLoop {
         let inner = &*self.inner;
         // One atomic load per `run_*` call for the fork check (docs/07-threads-and-wakeups.md,
         // "After fork()"). A running loop cannot be dropped (its guard holds it), so a
-        // non-zero `RUNNING` is a live loop on this thread: this one, or another.
-        if inner.closed.get()
-            || inner.running.get()
-            || RUNNING.with(Cell::get).0 != 0
-            || inner.remote.forked()
-        {
+        // non-zero `RUNNING` is a live loop on this thread: this one, or another. (This loop
+        // running sets `RUNNING` too, so `inner.running` need not be tested here;
+        // `refuse_entry` tells the two apart.)
+        if inner.closed.get() || RUNNING.with(Cell::get).0 != 0 || inner.remote.forked() {
             return Err(self.refuse_entry(what));
         }
         RUNNING.with(|r| r.set((inner.id, inner.clock.as_virtual().is_some())));
