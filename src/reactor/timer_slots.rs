@@ -98,7 +98,7 @@ pub(crate) struct TimerSlots {
 /// bits. A program that schedules timers of more types than that (it takes code generated
 /// on a grand scale) has the closures of the types past the last number boxed, in the store
 /// of [`Boxed`] closures; they run the same.
-pub(crate) const MAX_STORES: usize = 1 << 16;
+const MAX_STORES: usize = 1 << 16;
 
 /// A timer's closure in a box: the type of the store that takes every closure type that has
 /// no store number left.
@@ -274,6 +274,13 @@ impl<F> Store<F> {
         put_in(&mut s.closures, &mut s.free, Some(callback))
     }
 
+    /// [`put`](Store::put), returning what `TimerSlots::insert` needs: the store's number,
+    /// the closure's index, and the store's location.
+    #[inline(always)]
+    fn place(&self, callback: F) -> (u16, u32, &'static Location<'static>) {
+        (self.number, self.put(callback), self.location)
+    }
+
     /// Takes the closure at `index` out and frees its place.
     #[inline]
     fn take(&self, index: u32) -> Option<F> {
@@ -427,7 +434,7 @@ impl TimerSlots {
         location: &'static Location<'static>,
     ) -> (u16, u32, &'static Location<'static>) {
         if let Some(store) = self.stores.last::<Store<F>>() {
-            return (store.number, store.put(callback), store.location);
+            return store.place(callback);
         }
         self.put_slow(callback, location)
     }
@@ -442,13 +449,12 @@ impl TimerSlots {
         location: &'static Location<'static>,
     ) -> (u16, u32, &'static Location<'static>) {
         if let Some(store) = self.store::<F>(location) {
-            return (store.number, store.put(callback), store.location);
+            return store.place(callback);
         }
         let boxed: Boxed = Box::new(callback);
-        let store = self
-            .store::<Boxed>(location)
-            .unwrap_or_else(|| unreachable!("a number is kept for the store of boxed closures"));
-        (store.number, store.put(boxed), store.location)
+        self.store::<Boxed>(location)
+            .unwrap_or_else(|| unreachable!("a number is kept for the store of boxed closures"))
+            .place(boxed)
     }
 
     /// The store of closure type `F`, made on first use (`location` is its first timer's);
