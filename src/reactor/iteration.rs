@@ -44,18 +44,65 @@ use crate::reactor::remote::RemoteItem;
 use crate::reactor::trace;
 use crate::reactor::{EventLoop, Inner};
 
-/// What every step of one iteration needs to know about it: its number, and whether trace
-/// mode narrates it (read once per iteration).
+/// What every step of one iteration needs to know about it: its number, and which of the
+/// loop's instruments watch it (trace mode, debug mode's stopwatch, the timing of waits), read
+/// once when it begins.
+///
+/// `WATCHED` is `false` for the plain pass, with every instrument off, as a loop runs unless
+/// someone is looking at it: the three tests are constants then, and the compiler removes
+/// them with the code they guard. The steps are written once and compiled twice, and the
+/// plain pass pays for none of the instruments (a dozen tests on every iteration before:
+/// `docs/16-performance.md`).
 #[derive(Clone, Copy)]
-struct Pass {
+struct Pass<const WATCHED: bool> {
     iteration: u64,
     trace: bool,
+    debug: bool,
+    timed: bool,
+}
+
+impl<const WATCHED: bool> Pass<WATCHED> {
+    /// Trace mode narrates this iteration.
+    #[inline(always)]
+    fn trace(self) -> bool {
+        WATCHED && self.trace
+    }
+
+    /// Debug mode's stopwatch times each callback of step 6.
+    #[inline(always)]
+    fn debug(self) -> bool {
+        WATCHED && self.debug
+    }
+
+    /// Step 3 times a wait that could block (`Stats::time_blocked`).
+    #[inline(always)]
+    fn timed(self) -> bool {
+        WATCHED && self.timed
+    }
 }
 
 impl EventLoop {
     /// One iteration: the six steps. `nowait` polls without blocking (`run_nowait`).
     pub(crate) fn iterate(&self, nowait: bool) -> io::Result<()> {
-        let pass = self.begin_pass();
+        let inner = &*self.inner;
+        if inner.trace.get() || inner.debug.get() || inner.measure_blocked.get() {
+            self.watched_pass(nowait)
+        } else {
+            self.pass::<false>(nowait)
+        }
+    }
+
+    /// The iteration that an instrument watches (see [`Pass`]).
+    #[cold]
+    #[inline(never)]
+    fn watched_pass(&self, nowait: bool) -> io::Result<()> {
+        self.pass::<true>(nowait)
+    }
+
+    /// The six steps, for the plain pass or the watched one.
+    #[inline(always)]
+    fn pass<const W: bool>(&self, nowait: bool) -> io::Result<()> {
+        let pass = self.begin_pass::<W>();
         // Steps 1 to 4 are the selector's side: they share one borrow of the registry, and
         // none of them runs user code.
         let mut guard = self.inner.registry.borrow_mut();
@@ -72,17 +119,20 @@ impl EventLoop {
         Ok(())
     }
 
-    /// Counts the iteration and reads trace mode's flag once for all six steps.
-    #[inline]
-    fn begin_pass(&self) -> Pass {
+    /// Counts the iteration and reads the instruments once for all six steps (none in the
+    /// plain pass).
+    #[inline(always)]
+    fn begin_pass<const W: bool>(&self) -> Pass<W> {
         let inner = &*self.inner;
         let iteration = inner.stats.iterations.get() + 1;
         inner.stats.iterations.set(iteration);
         let pass = Pass {
             iteration,
-            trace: inner.trace.get(),
+            trace: W && inner.trace.get(),
+            debug: W && inner.debug.get(),
+            timed: W && (inner.measure_blocked.get() || inner.debug.get() || inner.trace.get()),
         };
-        if pass.trace {
+        if pass.trace() {
             trace::begin(inner, iteration);
         }
         pass
@@ -90,10 +140,10 @@ impl EventLoop {
 
     /// Step 1: apply the interest changes batched since the last flush.
     #[inline]
-    fn flush_interest(&self, registry: &mut Registry, pass: Pass) {
+    fn flush_interest<const W: bool>(&self, registry: &mut Registry, pass: Pass<W>) {
         let inner = &*self.inner;
         if !registry.has_changes() {
-            if pass.trace {
+            if pass.trace() {
                 trace::flush(inner, pass.iteration, 0, usize::MAX);
             }
             return; // the steady state: nothing to tell the kernel
@@ -102,7 +152,7 @@ impl EventLoop {
         let before = ready.len();
         let changes = registry.flush(&mut ready);
         drop(ready);
-        if pass.trace {
+        if pass.trace() {
             trace::flush(inner, pass.iteration, changes, before);
         }
     }
@@ -112,10 +162,10 @@ impl EventLoop {
     /// 3 takes as the start of the wait it times: with a timer pending, the wait then costs
     /// one clock reading, not two.
     #[inline]
-    fn choose_timeout(
+    fn choose_timeout<const W: bool>(
         &self,
         registry: &Registry,
-        pass: Pass,
+        pass: Pass<W>,
         nowait: bool,
     ) -> (Option<Duration>, u64) {
         let inner = &*self.inner;
@@ -147,7 +197,7 @@ impl EventLoop {
                 }
             }
         };
-        if pass.trace {
+        if pass.trace() {
             trace::timeout(inner, pass.iteration, timeout, why);
         }
         (timeout, read_at)
@@ -212,10 +262,10 @@ impl EventLoop {
     /// `u64` rather than an `Option`: with the `Option`, the iteration without timers ran 13
     /// instructions more (`docs/16-performance.md`).
     #[inline]
-    fn wait(
+    fn wait<const W: bool>(
         &self,
         registry: &mut Registry,
-        pass: Pass,
+        pass: Pass<W>,
         timeout: Option<Duration>,
         read_at: u64,
     ) -> io::Result<(bool, u64)> {
@@ -223,25 +273,23 @@ impl EventLoop {
         if timeout == Some(Duration::ZERO) && registry.watches_nothing() {
             registry.skip_select();
             let posted = inner.remote.lock().pending;
-            if pass.trace {
+            if pass.trace() {
                 trace::wait(inner, pass.iteration, &[], -1, Duration::ZERO, true);
             }
             return Ok((posted, 0));
         }
         // Timing the wait (as plain nanoseconds: `Instant`'s checked arithmetic would cost
         // more than the two clock reads) is for whoever asked for it.
-        if timeout != Some(Duration::ZERO)
-            && (inner.measure_blocked.get() || inner.debug.get() || pass.trace)
-        {
+        if timeout != Some(Duration::ZERO) && pass.timed() {
             let (after, blocked) = self.timed_wait(registry, timeout, read_at)?;
-            if pass.trace {
-                trace_wait(inner, registry, pass, blocked);
+            if pass.trace() {
+                trace_wait(inner, registry, pass.iteration, blocked);
             }
             return Ok((false, after));
         }
         registry.select(timeout)?;
-        if pass.trace {
-            trace_wait(inner, registry, pass, 0);
+        if pass.trace() {
+            trace_wait(inner, registry, pass.iteration, 0);
         }
         Ok((false, 0))
     }
@@ -272,31 +320,31 @@ impl EventLoop {
     /// Step 4: queue the reader and/or writer of each ready fd; if the waker fired (or, with
     /// no wait made, another thread posted), move the cross-thread queue in.
     #[inline]
-    fn dispatch_io(
+    fn dispatch_io<const W: bool>(
         &self,
         registry: &mut Registry,
-        pass: Pass,
+        pass: Pass<W>,
         posted: bool,
         first: &mut Option<WatchRef>,
     ) {
         // Nothing to do when the wait returned no event and no thread posted (a loop that
         // watches no fd but its waker, running callbacks, timers and tasks).
-        if !posted && !pass.trace && registry.events().is_empty() {
+        if !posted && !pass.trace() && registry.events().is_empty() {
             return;
         }
         let inner = &*self.inner;
         let mut ready = inner.ready.borrow_mut();
         let before = ready.len();
         // Trace mode narrates the entries step 4 queued from the deque: it keeps them there.
-        let keep_first = (before == 0 && !pass.trace).then_some(first);
+        let keep_first = (before == 0 && !pass.trace()).then_some(first);
         let dispatched = registry.dispatch(&mut ready, keep_first);
         drop(ready);
         bump(&inner.stats.events, dispatched.events as u64);
-        if pass.trace {
+        if pass.trace() {
             trace::dispatch_io(inner, pass.iteration, before);
         }
         let moved = (dispatched.woken || posted).then(|| self.take_remote(pass));
-        if pass.trace {
+        if pass.trace() {
             trace::dispatch(inner, pass.iteration, dispatched.queued, moved);
         }
     }
@@ -305,13 +353,13 @@ impl EventLoop {
     /// reading right after a wait that could block, else one made now; with no timer at all,
     /// no clock is read.
     #[inline]
-    fn expire_timers(&self, pass: Pass, after_wait: u64) {
+    fn expire_timers<const W: bool>(&self, pass: Pass<W>, after_wait: u64) {
         let inner = &*self.inner;
         let (fired, before) = {
             let mut timers = inner.timers.borrow_mut();
             if timers.is_empty() {
                 drop(timers);
-                if pass.trace {
+                if pass.trace() {
                     trace::timers(inner, pass.iteration, 0, usize::MAX);
                 }
                 return;
@@ -334,7 +382,7 @@ impl EventLoop {
             (fired, before)
         };
         bump(&inner.stats.timers_fired, fired as u64);
-        if pass.trace {
+        if pass.trace() {
             trace::timers(inner, pass.iteration, fired, before);
         }
     }
@@ -344,12 +392,12 @@ impl EventLoop {
     /// exception: the tasks an I/O callback wakes are put at the front and run right after
     /// it, in this pass (`Inner::wake`), as if step 4 had queued them in its place.
     #[inline]
-    fn run_ready(&self, pass: Pass, first: &mut Option<WatchRef>) {
+    fn run_ready<const W: bool>(&self, pass: Pass<W>, first: &mut Option<WatchRef>) {
         let inner = &*self.inner;
         let mut left = inner.ready.borrow().len();
-        let debug = inner.debug.get();
-        // Debug mode's stopwatch and the trace take the slow path; one test per entry.
-        let watched = debug || pass.trace;
+        // Debug mode's stopwatch and the trace take the slow path; one test per entry (none
+        // in the plain pass).
+        let watched = pass.debug() || pass.trace();
         // Counted in registers, added to the statistics when the step ends, or when a
         // callback's panic unwinds through it (so the counters stay exact either way).
         let mut tally = Tally {
@@ -368,7 +416,7 @@ impl EventLoop {
             left -= 1;
             left += self.run_entry(entry, watched, &mut tally);
         }
-        if pass.trace {
+        if pass.trace() {
             trace::ran(inner, pass.iteration, tally.ran, tally.skipped);
         }
     }
@@ -455,7 +503,7 @@ impl EventLoop {
 
     /// Moves the cross-thread queue onto the ready deque (step 4, when the waker fired);
     /// returns how many items it moved.
-    fn take_remote(&self, pass: Pass) -> usize {
+    fn take_remote<const W: bool>(&self, pass: Pass<W>) -> usize {
         let inner = &*self.inner;
         let mut buffer = inner.remote_buffer.borrow_mut();
         {
@@ -473,7 +521,7 @@ impl EventLoop {
             match item {
                 RemoteItem::Call(call) => {
                     inner.ready.borrow_mut().push_back(Ready::Remote(call));
-                    if pass.trace {
+                    if pass.trace() {
                         trace::threadsafe(inner, pass.iteration);
                     }
                 }
@@ -487,12 +535,12 @@ impl EventLoop {
 /// Step 3's narration in trace mode: the events the wait returned, and how long it blocked
 /// (zero when it was not timed).
 #[cold]
-fn trace_wait(inner: &Inner, registry: &Registry, pass: Pass, blocked_ns: u64) {
+fn trace_wait(inner: &Inner, registry: &Registry, iteration: u64, blocked_ns: u64) {
     let events: Vec<_> = registry.events().iter().copied().collect();
     let blocked = Duration::from_nanos(blocked_ns);
     trace::wait(
         inner,
-        pass.iteration,
+        iteration,
         &events,
         registry.waker_fd(),
         blocked,

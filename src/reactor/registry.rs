@@ -323,18 +323,14 @@ impl Registry {
     /// deque is empty, pointing at `None`) and one event, for a reader alone, that reader goes
     /// there instead of into the deque: step 6 runs it before the deque's entries (it would
     /// have been their front), and the most common iteration of a busy loop never touches the
-    /// deque (`docs/16-performance.md`, round thirteen). Any other wait takes the loop below,
-    /// which is the only place that pushes, so the deque's push stays inline.
-    #[inline]
+    /// deque (`docs/16-performance.md`, round thirteen). Any other wait takes `dispatch_each`,
+    /// which is the only place that pushes, so the deque's push stays inline there.
+    #[inline(always)]
     pub(crate) fn dispatch(
         &mut self,
         ready: &mut VecDeque<Ready>,
         first: Option<&mut Option<WatchRef>>,
     ) -> Dispatched {
-        let mut d = Dispatched {
-            events: self.events.len(),
-            ..Dispatched::default()
-        };
         // One event, for a reader alone (a chain of writes, a quiet server): its report goes to
         // `first`. (A buffer of one that it filled must still grow, below.)
         if let (Some(first), 1, false) = (first, self.events.len(), self.events.is_full()) {
@@ -347,10 +343,24 @@ impl Registry {
             };
             if let Some(r) = reader {
                 *first = Some(r.clone());
-                d.queued = 1;
-                return d;
+                return Dispatched {
+                    events: 1,
+                    queued: 1,
+                    woken: false,
+                };
             }
         }
+        self.dispatch_each(ready)
+    }
+
+    /// The loop of `dispatch`: every event of the wait onto the deque. Kept out of line, so
+    /// that the one-event case above inlines into step 4 alone.
+    #[inline(never)]
+    fn dispatch_each(&mut self, ready: &mut VecDeque<Ready>) -> Dispatched {
+        let mut d = Dispatched {
+            events: self.events.len(),
+            ..Dispatched::default()
+        };
         for ev in &self.events {
             if ev.fd == self.waker_fd {
                 d.woken = true;
