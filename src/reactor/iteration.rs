@@ -111,11 +111,10 @@ impl EventLoop {
         let (timeout, read_at) = self.choose_timeout(registry, pass, nowait);
         let (posted, after) = self.wait(registry, pass, timeout, read_at)?;
         // The reader of a one-event wait, kept out of the deque for step 6 when it was empty.
-        let mut first = None;
-        self.dispatch_io(registry, pass, posted, &mut first);
+        let first = self.dispatch_io(registry, pass, posted);
         drop(guard);
         self.expire_timers(pass, after);
-        self.run_ready(pass, &mut first);
+        self.run_ready(pass, first);
         Ok(())
     }
 
@@ -325,18 +324,17 @@ impl EventLoop {
         registry: &mut Registry,
         pass: Pass<W>,
         posted: bool,
-        first: &mut Option<WatchRef>,
-    ) {
+    ) -> Option<WatchRef> {
         // Nothing to do when the wait returned no event and no thread posted (a loop that
         // watches no fd but its waker, running callbacks, timers and tasks).
         if !posted && !pass.trace() && registry.events().is_empty() {
-            return;
+            return None;
         }
         let inner = &*self.inner;
         let mut ready = inner.ready.borrow_mut();
         let before = ready.len();
         // Trace mode narrates the entries step 4 queued from the deque: it keeps them there.
-        let keep_first = (before == 0 && !pass.trace()).then_some(first);
+        let keep_first = before == 0 && !pass.trace();
         let dispatched = registry.dispatch(&mut ready, keep_first);
         drop(ready);
         bump(&inner.stats.events, dispatched.events as u64);
@@ -347,6 +345,7 @@ impl EventLoop {
         if pass.trace() {
             trace::dispatch(inner, pass.iteration, dispatched.queued, moved);
         }
+        dispatched.first
     }
 
     /// Step 5: queue the expired timers, on a fresh clock reading (never early): step 3's
@@ -392,7 +391,7 @@ impl EventLoop {
     /// exception: the tasks an I/O callback wakes are put at the front and run right after
     /// it, in this pass (`Inner::wake`), as if step 4 had queued them in its place.
     #[inline]
-    fn run_ready<const W: bool>(&self, pass: Pass<W>, first: &mut Option<WatchRef>) {
+    fn run_ready<const W: bool>(&self, pass: Pass<W>, first: Option<WatchRef>) {
         let inner = &*self.inner;
         let mut left = inner.ready.borrow().len();
         // Debug mode's stopwatch and the trace take the slow path; one test per entry (none
@@ -406,7 +405,7 @@ impl EventLoop {
             skipped: 0,
         };
         // Step 4's reader of a one-event wait, kept out of the deque, runs before its entries.
-        if let Some(reader) = first.take() {
+        if let Some(reader) = first {
             left += self.run_entry(Ready::Io(reader, Side::Reader), watched, &mut tally);
         }
         while left > 0 {

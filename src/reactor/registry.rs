@@ -68,11 +68,13 @@ pub(crate) enum Side {
 }
 
 /// What a dispatch step found.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Default)]
 pub(crate) struct Dispatched {
     pub(crate) events: usize,
     pub(crate) queued: usize,
     pub(crate) woken: bool,
+    /// The reader of a one-event wait, kept out of the deque (see `Registry::dispatch`).
+    pub(crate) first: Option<WatchRef>,
 }
 
 pub(crate) struct Registry {
@@ -319,21 +321,17 @@ impl Registry {
     }
 
     /// Step 4: queues the reader and/or writer of every reported fd; says whether the waker
-    /// fired. Grows the event buffer when a wait filled it. With `first` (given when the
-    /// deque is empty, pointing at `None`) and one event, for a reader alone, that reader goes
-    /// there instead of into the deque: step 6 runs it before the deque's entries (it would
+    /// fired. Grows the event buffer when a wait filled it. With `keep_first` (when the
+    /// deque is empty) and one event, for a reader alone, that reader is returned in
+    /// `Dispatched::first` instead of queued: step 6 runs it before the deque's entries (it would
     /// have been their front), and the most common iteration of a busy loop never touches the
     /// deque (`docs/16-performance.md`, round thirteen). Any other wait takes `dispatch_each`,
     /// which is the only place that pushes, so the deque's push stays inline there.
     #[inline(always)]
-    pub(crate) fn dispatch(
-        &mut self,
-        ready: &mut VecDeque<Ready>,
-        first: Option<&mut Option<WatchRef>>,
-    ) -> Dispatched {
-        // One event, for a reader alone (a chain of writes, a quiet server): its report goes to
-        // `first`. (A buffer of one that it filled must still grow, below.)
-        if let (Some(first), 1, false) = (first, self.events.len(), self.events.is_full()) {
+    pub(crate) fn dispatch(&mut self, ready: &mut VecDeque<Ready>, keep_first: bool) -> Dispatched {
+        // One event, for a reader alone (a chain of writes, a quiet server): its reader is
+        // returned. (A buffer of one that it filled must still grow, below.)
+        if let (true, 1, false) = (keep_first, self.events.len(), self.events.is_full()) {
             let ev = &self.events.iter().as_slice()[0];
             let reader = match self.slots.get(ev.fd) {
                 Some(slot) if ev.fd != self.waker_fd && ev.readable && !ev.writable => {
@@ -342,11 +340,11 @@ impl Registry {
                 _ => None,
             };
             if let Some(r) = reader {
-                *first = Some(r.clone());
                 return Dispatched {
                     events: 1,
                     queued: 1,
                     woken: false,
+                    first: Some(r.clone()),
                 };
             }
         }

@@ -484,10 +484,9 @@ impl Harness {
         // 4. Dispatch: the current reader and/or writer of every reported fd, in order. With
         // the deque empty, a one-event wait's reader may be kept out of it (`first`): it
         // stands at the front, where step 6 runs it.
-        let mut first = None;
-        let keep_first = ready.is_empty().then_some(&mut first);
-        let d = self.registry.dispatch(&mut ready, keep_first);
-        if let Some(reader) = first {
+        let keep_first = ready.is_empty();
+        let mut d = self.registry.dispatch(&mut ready, keep_first);
+        if let Some(reader) = d.first.take() {
             self.coverage.first_kept += 1;
             ready.push_front(Ready::Io(reader, Side::Reader));
         }
@@ -523,7 +522,11 @@ impl Harness {
         let woken = want_events.first().is_some_and(|e| e.fd == WAKER);
         if d.events != want_events.len() || d.queued != want.len() || d.woken != woken {
             return Err(format!(
-                "dispatch reported {d:?}, expected {} event(s), {} queued, woken {woken}",
+                "dispatch reported {} event(s), {} queued, woken {}; expected {} event(s), {} \
+                 queued, woken {woken}",
+                d.events,
+                d.queued,
+                d.woken,
                 want_events.len(),
                 want.len()
             ));
