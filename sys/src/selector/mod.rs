@@ -152,11 +152,13 @@ impl Event {
         error: bool,
         hangup: bool,
     ) -> Event {
-        let bad = error || hangup;
+        // `|` and `&` rather than `||` and `&&`: every operand is a plain bool already, and
+        // without the short circuits this compiles to a few bit operations, no branch.
+        let bad = error | hangup;
         Event {
             fd,
-            readable: (readable || bad) && interest.is_readable(),
-            writable: (writable || bad) && interest.is_writable(),
+            readable: (readable | bad) & interest.is_readable(),
+            writable: (writable | bad) & interest.is_writable(),
             error,
             hangup,
         }
