@@ -1,6 +1,7 @@
 //! Readiness tracking and the tasks woken by I/O, on every backend.
 //!
-//! - A task woken by an I/O callback runs right behind that callback, in the same pass;
+//! - A task woken by an I/O callback runs right behind that callback, in the same pass (several:
+//!   in the order it woke them, and first in the next pass if the callback panics);
 //!   everything else keeps the snapshot rule (a wake-up from any other callback, and whatever
 //!   the woken task schedules, wait for the next iteration).
 //! - A report queued for an `Async` whose last wait was dropped in the same pass is skipped;
@@ -29,6 +30,49 @@ type Log = Rc<RefCell<Vec<(&'static str, u64)>>>;
 fn note(log: &Log, what: &'static str) {
     let iteration = evloop::current().stats().iterations;
     log.borrow_mut().push((what, iteration));
+}
+
+/// The wakers of parked tasks, by name.
+type Parked = Rc<RefCell<Vec<(&'static str, Waker)>>>;
+
+/// A task that parks once (its waker kept in `parked` under `name`), then notes `name` and
+/// schedules a `call_soon` that notes it again.
+fn park_then_note(
+    name: &'static str,
+    parked: &Parked,
+    log: &Log,
+) -> impl std::future::Future<Output = ()> + 'static {
+    let (parked, log) = (parked.clone(), log.clone());
+    async move {
+        let mut waited = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut waited, true) {
+                Poll::Ready(())
+            } else {
+                parked.borrow_mut().push((name, cx.waker().clone()));
+                Poll::Pending
+            }
+        })
+        .await;
+        note(&log, name);
+        let l = log.clone();
+        let from: &'static str = match name {
+            "task A" => "call_soon from task A",
+            "task B" => "call_soon from task B",
+            _ => "call_soon from task C",
+        };
+        evloop::current().call_soon(move |_| note(&l, from));
+    }
+}
+
+/// Wakes the task parked under `name`.
+fn wake_parked(parked: &Parked, name: &str) {
+    let waker = {
+        let mut parked = parked.borrow_mut();
+        let at = parked.iter().position(|(n, _)| *n == name).unwrap();
+        parked.remove(at).1
+    };
+    waker.wake();
 }
 
 per_backend! {
@@ -68,6 +112,102 @@ per_backend! {
                 ("call_soon from that task", pass + 1),
             ],
             "the woken task takes its reader's place; what it schedules waits a pass"
+        );
+    }
+
+    fn every_task_an_io_callback_wakes_runs_behind_it_in_the_order_it_woke_them(backend: Backend) {
+        use std::os::fd::AsRawFd;
+        let lp = new_loop(backend);
+        let log: Log = Rc::default();
+        let parked: Parked = Rc::default();
+        let tasks: Vec<_> = ["task A", "task B", "task C"]
+            .into_iter()
+            .map(|name| lp.spawn(park_then_note(name, &parked, &log)))
+            .collect();
+        lp.run_nowait().unwrap(); // all three park
+        let (mut a, mut b) = pair();
+        let l = log.clone();
+        let p = parked.clone();
+        lp.add_reader(b.as_raw_fd(), move |lp| {
+            drain(&mut b);
+            note(&l, "reader");
+            // The first one woken is kept beside the deque, the others go to its front.
+            for name in ["task C", "task A", "task B"] {
+                wake_parked(&p, name);
+            }
+            assert!(lp.remove_reader(b.as_raw_fd()));
+        })
+        .unwrap();
+        let l = log.clone();
+        lp.call_soon(move |_| note(&l, "call_soon queued before"));
+        a.write_all(b"x").unwrap();
+        let l = log.clone();
+        lp.call_later(Duration::ZERO, move |_| note(&l, "due timer"));
+        lp.run_nowait().unwrap();
+        lp.run_nowait().unwrap();
+        assert!(tasks.iter().all(|t| t.is_done()));
+        let log = log.borrow();
+        let pass = log[0].1;
+        assert_eq!(
+            *log,
+            [
+                ("call_soon queued before", pass),
+                ("reader", pass),
+                ("task C", pass),
+                ("task A", pass),
+                ("task B", pass),
+                ("due timer", pass),
+                ("call_soon from task C", pass + 1),
+                ("call_soon from task A", pass + 1),
+                ("call_soon from task B", pass + 1),
+            ],
+            "the woken tasks take their reader's place, in the order it woke them"
+        );
+    }
+
+    fn a_reader_that_panics_after_waking_tasks_leaves_their_steps_first_for_the_next_pass(backend: Backend) {
+        use std::os::fd::AsRawFd;
+        let lp = new_loop(backend);
+        let log: Log = Rc::default();
+        let parked: Parked = Rc::default();
+        let tasks: Vec<_> = ["task A", "task B"]
+            .into_iter()
+            .map(|name| lp.spawn(park_then_note(name, &parked, &log)))
+            .collect();
+        lp.run_nowait().unwrap();
+        let (mut a, mut b) = pair();
+        let l = log.clone();
+        let p = parked.clone();
+        lp.add_reader(b.as_raw_fd(), move |lp| {
+            drain(&mut b);
+            assert!(lp.remove_reader(b.as_raw_fd()));
+            note(&l, "reader wakes B then A, then panics");
+            wake_parked(&p, "task B");
+            wake_parked(&p, "task A");
+            panic!("reader boom");
+        })
+        .unwrap();
+        a.write_all(b"x").unwrap();
+        let l = log.clone();
+        lp.call_later(Duration::ZERO, move |_| note(&l, "due timer"));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lp.run_nowait()));
+        assert!(panicked.is_err(), "the reader's panic propagates");
+        lp.run_nowait().unwrap();
+        lp.run_nowait().unwrap();
+        assert!(tasks.iter().all(|t| t.is_done()));
+        let log = log.borrow();
+        let pass = log[0].1;
+        assert_eq!(
+            *log,
+            [
+                ("reader wakes B then A, then panics", pass),
+                ("task B", pass + 1),
+                ("task A", pass + 1),
+                ("due timer", pass + 1),
+                ("call_soon from task B", pass + 2),
+                ("call_soon from task A", pass + 2),
+            ],
+            "the steps the reader woke stay first, in order, ahead of the rest of its pass"
         );
     }
 

@@ -141,12 +141,18 @@ pub(crate) struct Inner {
     /// (`set_measure_blocked_time`; debug and trace mode time them too).
     pub(crate) measure_blocked: Cell<bool>,
     pub(crate) stats: StatsCells,
-    /// While step 6 runs an I/O callback: how many tasks it has woken so far. Their steps go
-    /// to the front of the ready deque, in order, and run right after the callback, in the
-    /// same pass (`iteration.rs`, `run_ready`). [`NOT_IN_IO`] otherwise: a wake queues at the
-    /// back. (A sentinel rather than an `Option`: one store to set or clear, one load and one
-    /// comparison to read, on every I/O callback.)
+    /// While step 6 runs an I/O callback: how many tasks it has woken so far. Their steps run
+    /// right after the callback, in order, in the same pass (`iteration.rs`, `run_entry`):
+    /// the first from [`Inner::io_woken`], the others from the front of the ready deque.
+    /// [`NOT_IN_IO`] otherwise: a wake queues at the back. (A sentinel rather than an
+    /// `Option`: one store to set or clear, one load and one comparison to read, on every I/O
+    /// callback.)
     pub(crate) woken_by_io: Cell<usize>,
+    /// The step of the first task the running I/O callback woke: kept out of the ready deque,
+    /// as a one-event wait's reader is, and run as soon as the callback returns (a socket's
+    /// reader wakes the task that reads it: the echo server's every round trip). Empty
+    /// outside an I/O callback.
+    pub(crate) io_woken: Cell<Option<RunnableRef>>,
     /// What [`EventLoop::time`] reads: the monotonic clock, or a virtual one (`clock.rs`).
     pub(crate) clock: Clock,
 }
@@ -289,6 +295,7 @@ impl EventLoop {
                 measure_blocked: Cell::new(false),
                 stats: StatsCells::default(),
                 woken_by_io: Cell::new(NOT_IN_IO),
+                io_woken: Cell::new(None),
                 clock,
             }),
         };
@@ -1075,20 +1082,21 @@ impl Inner {
             trace::woken(self, key, || runnable.label(), from_thread, queued, pos);
         }
         if queued {
-            let mut ready = self.ready.borrow_mut();
             match self.woken_by_io.get() {
-                NOT_IN_IO => ready.push_back(Ready::Step(runnable)),
-                // Woken by the I/O callback step 6 is running: the step goes right behind the
-                // ones that callback woke before, at the front, and runs in this pass.
+                NOT_IN_IO => self.ready.borrow_mut().push_back(Ready::Step(runnable)),
+                // Woken by the I/O callback step 6 is running: the step runs right after the
+                // callback, in this pass. The first one waits beside the deque, the others go
+                // to its front, behind the ones that callback woke before.
+                0 => {
+                    self.io_woken.set(Some(runnable));
+                    self.woken_by_io.set(1);
+                }
                 k => {
+                    let mut ready = self.ready.borrow_mut();
                     // `min`: a callback that closed the loop emptied the deque meanwhile.
-                    let k = k.min(ready.len());
-                    if k == 0 {
-                        ready.push_front(Ready::Step(runnable));
-                    } else {
-                        ready.insert(k, Ready::Step(runnable));
-                    }
-                    self.woken_by_io.set(k + 1);
+                    let at = (k - 1).min(ready.len());
+                    ready.insert(at, Ready::Step(runnable));
+                    self.woken_by_io.set(at + 2);
                 }
             }
         }

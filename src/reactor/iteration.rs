@@ -41,6 +41,7 @@ use crate::reactor::event_loop::{bump, closed_error, StatsCells, NOT_IN_IO};
 use crate::reactor::ready::{Ready, WatchRef};
 use crate::reactor::registry::{Registry, Side};
 use crate::reactor::remote::RemoteItem;
+use crate::reactor::runnable::RunnableRef;
 use crate::reactor::trace;
 use crate::reactor::{EventLoop, Inner};
 
@@ -388,8 +389,9 @@ impl EventLoop {
 
     /// Step 6: run exactly the entries queued before this step (the snapshot rule): what
     /// they schedule waits for the next iteration, after one more poll for I/O. One
-    /// exception: the tasks an I/O callback wakes are put at the front and run right after
-    /// it, in this pass (`Inner::wake`), as if step 4 had queued them in its place.
+    /// exception: the tasks an I/O callback wakes run right after it, in this pass (the
+    /// first kept aside, the others at the deque's front: `Inner::wake`, `run_entry`), as if
+    /// step 4 had queued them in its place.
     #[inline]
     fn run_ready<const W: bool>(&self, pass: Pass<W>, first: Option<WatchRef>) {
         let inner = &*self.inner;
@@ -421,26 +423,40 @@ impl EventLoop {
     }
 
     /// Runs one entry of step 6 and counts it; returns how many task steps it put at the
-    /// deque's front (an I/O callback's wake-ups, which run in this pass).
+    /// deque's front (an I/O callback's wake-ups, which run in this pass). The first task an
+    /// I/O callback wakes is not among them: its step runs here, right after the callback.
     #[inline(always)]
     fn run_entry(&self, entry: Ready, watched: bool, tally: &mut Tally<'_>) -> usize {
-        let io = matches!(entry, Ready::Io(..)).then(|| WokenByIo::start(&self.inner));
+        let Ready::Io(..) = entry else {
+            self.run_counted(entry, watched, tally);
+            return 0;
+        };
+        let io = WokenByIo::start(&self.inner);
+        self.run_counted(entry, watched, tally);
+        let (woken, first) = io.finish();
+        match first {
+            Some(step) => {
+                self.run_counted(Ready::Step(step), watched, tally);
+                woken - 1
+            }
+            None => woken,
+        }
+    }
+
+    /// Runs one entry and counts it as run or skipped.
+    #[inline(always)]
+    fn run_counted(&self, entry: Ready, watched: bool, tally: &mut Tally<'_>) {
         let ok = if watched {
             self.run_watched(entry)
         } else {
             // Calls user code; no borrow is held.
             entry.run(self)
         };
-        let woken = match io {
-            Some(io) => io.finish(),
-            None => 0,
-        };
         if ok {
             tally.ran += 1;
         } else {
             tally.skipped += 1;
         }
-        woken
     }
 
     /// Runs one entry in debug mode, trace mode, or both: the trace says when it leaves the
@@ -561,9 +577,10 @@ impl Drop for Tally<'_> {
     }
 }
 
-/// Marks the span of one I/O callback in step 6, so that the tasks it wakes are queued at
-/// the front of the ready deque (`Inner::wake`). A guard: a callback that panics leaves the
-/// mark cleared, and the steps it woke stay at the front, to run first next time.
+/// Marks the span of one I/O callback in step 6, so that the tasks it wakes run right after
+/// it (`Inner::wake`): the first from `Inner::io_woken`, the others from the front of the
+/// ready deque. A guard: a callback that panics leaves the mark cleared and the first step
+/// moved to the deque's front, before the others, to run first next time.
 struct WokenByIo<'a> {
     inner: &'a Inner,
 }
@@ -574,16 +591,27 @@ impl<'a> WokenByIo<'a> {
         WokenByIo { inner }
     }
 
-    /// Ends the span: how many task steps the callback put at the front.
-    fn finish(self) -> usize {
-        let woken = self.inner.woken_by_io.get();
+    /// Ends the span: how many task steps the callback woke, and the first one's.
+    fn finish(self) -> (usize, Option<RunnableRef>) {
+        // 0 left behind: the drop that follows has nothing to move.
+        let woken = self.inner.woken_by_io.replace(0);
         debug_assert_ne!(woken, NOT_IN_IO, "only this guard ends the span");
-        woken
+        let first = if woken > 0 {
+            self.inner.io_woken.take()
+        } else {
+            None
+        };
+        (woken, first)
     }
 }
 
 impl Drop for WokenByIo<'_> {
     fn drop(&mut self) {
-        self.inner.woken_by_io.set(NOT_IN_IO);
+        // Only after a panic is a step still kept aside (`finish` takes it).
+        if self.inner.woken_by_io.replace(NOT_IN_IO) > 0 {
+            if let Some(step) = self.inner.io_woken.take() {
+                self.inner.ready.borrow_mut().push_front(Ready::Step(step));
+            }
+        }
     }
 }
