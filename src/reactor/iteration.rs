@@ -41,7 +41,6 @@ use crate::reactor::event_loop::{bump, closed_error, StatsCells, NOT_IN_IO};
 use crate::reactor::ready::{Ready, WatchRef};
 use crate::reactor::registry::{Registry, Side};
 use crate::reactor::remote::RemoteItem;
-use crate::reactor::runnable::RunnableRef;
 use crate::reactor::trace;
 use crate::reactor::{EventLoop, Inner};
 
@@ -109,12 +108,12 @@ impl EventLoop {
         let mut guard = self.inner.registry.borrow_mut();
         let registry = guard.as_mut().ok_or_else(|| closed_error("run"))?;
         self.flush_interest(registry, pass);
-        let (timeout, read_at) = self.choose_timeout(registry, pass, nowait);
+        let (timeout, read_at, no_timer) = self.choose_timeout(registry, pass, nowait);
         let (posted, after) = self.wait(registry, pass, timeout, read_at)?;
         // The reader of a one-event wait, kept out of the deque for step 6 when it was empty.
         let first = self.dispatch_io(registry, pass, posted);
         drop(guard);
-        self.expire_timers(pass, after);
+        self.expire_timers(pass, after, no_timer);
         self.run_ready(pass, first);
         Ok(())
     }
@@ -160,16 +159,18 @@ impl EventLoop {
     /// Step 2: how long the wait may block. `None` blocks until I/O or a wake-up. Also
     /// returns the clock reading the timeout was computed from (0: none was made), which step
     /// 3 takes as the start of the wait it times: with a timer pending, the wait then costs
-    /// one clock reading, not two.
+    /// one clock reading, not two. And whether it found no timer at all: no callback runs
+    /// between this step and step 5, so step 5 then need not look again.
     #[inline]
     fn choose_timeout<const W: bool>(
         &self,
         registry: &Registry,
         pass: Pass<W>,
         nowait: bool,
-    ) -> (Option<Duration>, u64) {
+    ) -> (Option<Duration>, u64, bool) {
         let inner = &*self.inner;
         let mut read_at = 0;
+        let mut no_timer = false;
         let (timeout, why) = if nowait {
             (Some(Duration::ZERO), "run_nowait")
         } else if !inner.ready.borrow().is_empty() {
@@ -192,7 +193,10 @@ impl EventLoop {
                     });
                     match timeout {
                         Some(timeout) => (Some(timeout), "next timer"),
-                        None => (None, "nothing scheduled: block until I/O or a wake-up"),
+                        None => {
+                            no_timer = true;
+                            (None, "nothing scheduled: block until I/O or a wake-up")
+                        }
                     }
                 }
             }
@@ -200,7 +204,7 @@ impl EventLoop {
         if pass.trace() {
             trace::timeout(inner, pass.iteration, timeout, why);
         }
-        (timeout, read_at)
+        (timeout, read_at, no_timer)
     }
 
     /// Step 2 on a virtual clock (`clock.rs`), with nothing ready: the clock moves instead
@@ -353,9 +357,16 @@ impl EventLoop {
     /// reading right after a wait that could block, else one made now; with no timer at all,
     /// no clock is read.
     #[inline]
-    fn expire_timers<const W: bool>(&self, pass: Pass<W>, after_wait: u64) {
+    fn expire_timers<const W: bool>(&self, pass: Pass<W>, after_wait: u64, no_timer: bool) {
         let inner = &*self.inner;
         let (fired, before) = {
+            if no_timer {
+                // Step 2 found none, and no callback has run since.
+                if pass.trace() {
+                    trace::timers(inner, pass.iteration, 0, usize::MAX);
+                }
+                return;
+            }
             let mut timers = inner.timers.borrow_mut();
             if timers.is_empty() {
                 drop(timers);
@@ -428,35 +439,40 @@ impl EventLoop {
     #[inline(always)]
     fn run_entry(&self, entry: Ready, watched: bool, tally: &mut Tally<'_>) -> usize {
         let Ready::Io(..) = entry else {
-            self.run_counted(entry, watched, tally);
+            tally.count(self.run_one(entry, watched));
             return 0;
         };
         let io = WokenByIo::start(&self.inner);
-        self.run_counted(entry, watched, tally);
-        let (woken, first) = io.finish();
-        match first {
-            Some(step) => {
-                self.run_counted(Ready::Step(step), watched, tally);
-                woken - 1
-            }
-            None => woken,
+        tally.count(self.run_one(entry, watched));
+        let woken = io.finish();
+        if woken == 0 {
+            return 0;
         }
+        if let Some(ran) = self.run_first_woken(watched) {
+            tally.count(ran);
+        }
+        woken - 1
     }
 
-    /// Runs one entry and counts it as run or skipped.
+    /// Runs one entry; whether it ran (`false`: it was cancelled).
     #[inline(always)]
-    fn run_counted(&self, entry: Ready, watched: bool, tally: &mut Tally<'_>) {
-        let ok = if watched {
+    fn run_one(&self, entry: Ready, watched: bool) -> bool {
+        if watched {
             self.run_watched(entry)
         } else {
             // Calls user code; no borrow is held.
             entry.run(self)
-        };
-        if ok {
-            tally.ran += 1;
-        } else {
-            tally.skipped += 1;
         }
+    }
+
+    /// Runs the step of the first task the I/O callback just run woke (`Inner::io_woken`);
+    /// returns whether it ran (`None`: there was none). Out of line, and with no reference to
+    /// the tally, so that an iteration whose callbacks wake no task keeps its counts in
+    /// registers.
+    #[inline(never)]
+    fn run_first_woken(&self, watched: bool) -> Option<bool> {
+        let step = self.inner.io_woken.take()?;
+        Some(self.run_one(Ready::Step(step), watched))
     }
 
     /// Runs one entry in debug mode, trace mode, or both: the trace says when it leaves the
@@ -570,6 +586,18 @@ struct Tally<'a> {
     skipped: u64,
 }
 
+impl Tally<'_> {
+    /// Counts one entry as run or skipped.
+    #[inline(always)]
+    fn count(&mut self, ran: bool) {
+        if ran {
+            self.ran += 1;
+        } else {
+            self.skipped += 1;
+        }
+    }
+}
+
 impl Drop for Tally<'_> {
     fn drop(&mut self) {
         bump(&self.stats.callbacks_run, self.ran);
@@ -591,27 +619,33 @@ impl<'a> WokenByIo<'a> {
         WokenByIo { inner }
     }
 
-    /// Ends the span: how many task steps the callback woke, and the first one's.
-    fn finish(self) -> (usize, Option<RunnableRef>) {
-        // 0 left behind: the drop that follows has nothing to move.
-        let woken = self.inner.woken_by_io.replace(0);
+    /// Ends the span: how many task steps the callback woke (the first one's is still in
+    /// `Inner::io_woken`, for `run_first_woken`).
+    fn finish(self) -> usize {
+        let woken = self.inner.woken_by_io.replace(NOT_IN_IO);
         debug_assert_ne!(woken, NOT_IN_IO, "only this guard ends the span");
-        let first = if woken > 0 {
-            self.inner.io_woken.take()
-        } else {
-            None
-        };
-        (woken, first)
+        // The span is closed: the drop, which is for a callback that panicked, has nothing
+        // to do.
+        std::mem::forget(self);
+        woken
     }
 }
 
 impl Drop for WokenByIo<'_> {
+    /// Only when the callback panicked (`finish` forgets the guard).
     fn drop(&mut self) {
-        // Only after a panic is a step still kept aside (`finish` takes it).
-        if self.inner.woken_by_io.replace(NOT_IN_IO) > 0 {
-            if let Some(step) = self.inner.io_woken.take() {
-                self.inner.ready.borrow_mut().push_front(Ready::Step(step));
-            }
+        if self.inner.woken_by_io.replace(NOT_IN_IO) != 0 {
+            keep_woken_first(self.inner);
         }
+    }
+}
+
+/// After an I/O callback's panic: the step of the first task it woke goes to the front of
+/// the deque, before the others it woke, to run first next time.
+#[cold]
+#[inline(never)]
+fn keep_woken_first(inner: &Inner) {
+    if let Some(step) = inner.io_woken.take() {
+        inner.ready.borrow_mut().push_front(Ready::Step(step));
     }
 }

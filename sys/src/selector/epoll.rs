@@ -208,16 +208,17 @@ pub(crate) fn epoll_ctl(
 }
 
 /// The one `epoll_wait` call: waits up to `timeout_ms` (`-1`: forever) and fills the front of
-/// `buf` (at least one entry), returning how many; EINTR is `Ok(0)` (`cvt_wait`).
+/// `buf` (at least one entry: both callers size it so, and the kernel refuses an empty one
+/// with `EINVAL`), returning how many; EINTR is `Ok(0)` (`cvt_wait`).
 pub(crate) fn epoll_wait(
     epfd: RawFd,
     buf: &mut [libc::epoll_event],
     timeout_ms: libc::c_int,
 ) -> io::Result<usize> {
-    assert!(!buf.is_empty(), "epoll_wait needs room for one event");
+    debug_assert!(!buf.is_empty(), "epoll_wait needs room for one event");
     let max = buf.len().min(libc::c_int::MAX as usize) as libc::c_int;
-    // SAFETY: `buf` holds `max` (>= 1) initialised epoll_events the kernel may overwrite, and
-    // it writes at most `max` of them.
+    // SAFETY: `buf` holds `max` initialised epoll_events the kernel may overwrite, and it
+    // writes at most `max` of them (none when `max` is 0: it fails with EINVAL then).
     cvt_wait(unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), max, timeout_ms) })
 }
 
