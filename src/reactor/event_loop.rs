@@ -62,17 +62,21 @@ pub(crate) const SLOW_TRACED: u8 = 2;
 pub const DEFAULT_SLOW_CALLBACK: Duration = Duration::from_millis(100);
 
 thread_local! {
-    /// The id of the loop running on this thread, 0 if none (asyncio's `_running_loop`), and
-    /// whether it runs on a virtual clock. An id, not a reference: entering and leaving a loop
-    /// is a store, with no reference count to maintain; `current()` looks the loop up in
-    /// `LOOPS`. The clock's kind lets `running_time` read a real clock's time without that
-    /// lookup.
-    static RUNNING: Cell<(LoopId, bool)> = const { Cell::new((0, false)) };
+    /// The loop running on this thread (asyncio's `_running_loop`): its `Inner::running_mark`,
+    /// its id with [`VIRTUAL_MARK`] set when it runs on a virtual clock; 0 if none runs. An
+    /// id, not a reference: entering and leaving a loop is one store each, with no reference
+    /// count to maintain; `current()` looks the loop up in `LOOPS`. The clock's kind lets
+    /// `running_time` read a real clock's time without that lookup.
+    static RUNNING: Cell<u64> = const { Cell::new(0) };
     /// Every loop created on this thread, by id: where a task waker finds its loop.
     static LOOPS: RefCell<Vec<(LoopId, Weak<Inner>)>> = const { RefCell::new(Vec::new()) };
 }
 
 static NEXT_LOOP_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The bit of a running mark (`RUNNING`, `Inner::running_mark`) that says the loop's clock is
+/// virtual. Loop ids count up from 1 and stay far below it.
+const VIRTUAL_MARK: u64 = 1 << 63;
 
 /// Removes the loop `id` from this thread's table (it is being dropped).
 pub(crate) fn forget_loop(id: LoopId) {
@@ -114,6 +118,9 @@ pub(crate) struct Inner {
     pub(crate) runnables: RefCell<Runnables>,
     /// This loop's number in the per-thread table that task wakers look it up in.
     pub(crate) id: LoopId,
+    /// What `RUNNING` holds while this loop runs: its id, with [`VIRTUAL_MARK`] if its clock
+    /// is virtual (made once: a loop's clock does not change).
+    pub(crate) running_mark: u64,
     /// The process that created the loop (`std::process::id()`), for the error message: after
     /// `fork()` the child holds a copy of the loop whose fds are the parent's, and `enter`
     /// refuses to run it (the check itself is the remote's fork generation: one atomic load).
@@ -269,6 +276,11 @@ impl EventLoop {
         let registry = Registry::new(selector, waker.fd())?;
         let env_on = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
         let id = NEXT_LOOP_ID.fetch_add(1, Ordering::Relaxed);
+        let running_mark = if clock.as_virtual().is_some() {
+            id | VIRTUAL_MARK
+        } else {
+            id
+        };
         let event_loop = EventLoop {
             inner: Rc::new(Inner {
                 ready: RefCell::new(VecDeque::new()),
@@ -279,6 +291,7 @@ impl EventLoop {
                 remote_buffer: RefCell::new(Vec::new()),
                 runnables: RefCell::new(Runnables::default()),
                 id,
+                running_mark,
                 pid: std::process::id(),
                 exception_handler: RefCell::new(None),
                 diagnostics: RefCell::new(None),
@@ -1018,10 +1031,10 @@ impl EventLoop {
         // non-zero `RUNNING` is a live loop on this thread: this one, or another. (This loop
         // running sets `RUNNING` too, so `inner.running` need not be tested here;
         // `refuse_entry` tells the two apart.)
-        if inner.closed.get() || RUNNING.with(Cell::get).0 != 0 || inner.remote.forked() {
+        if inner.closed.get() || RUNNING.with(Cell::get) != 0 || inner.remote.forked() {
             return Err(self.refuse_entry(what));
         }
-        RUNNING.with(|r| r.set((inner.id, inner.clock.as_virtual().is_some())));
+        RUNNING.with(|r| r.set(inner.running_mark));
         inner.running.set(true);
         Ok(RunningGuard { inner })
     }
@@ -1198,7 +1211,7 @@ impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
         self.inner.running.set(false);
         self.inner.stopping.set(false);
-        RUNNING.with(|r| r.set((0, false)));
+        RUNNING.with(|r| r.set(0));
     }
 }
 
@@ -1231,9 +1244,9 @@ pub(crate) fn loop_time() -> Instant {
 #[inline]
 pub(crate) fn running_time() -> Option<Instant> {
     match RUNNING.with(Cell::get) {
-        (0, _) => None,
-        (_, false) => Some(Clock::real_now()),
-        (id, true) => find_loop(id).map(|inner| inner.clock.now()),
+        0 => None,
+        mark if mark & VIRTUAL_MARK == 0 => Some(Clock::real_now()),
+        mark => find_loop(mark & !VIRTUAL_MARK).map(|inner| inner.clock.now()),
     }
 }
 
@@ -1334,7 +1347,7 @@ pub fn current() -> EventLoop {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn try_current() -> Option<EventLoop> {
-    match RUNNING.with(Cell::get).0 {
+    match RUNNING.with(Cell::get) & !VIRTUAL_MARK {
         0 => None,
         id => find_loop(id).map(|inner| EventLoop { inner }),
     }
