@@ -65,6 +65,34 @@ fn park_then_note(
     }
 }
 
+/// Spawns a task per name on `lp` (`park_then_note`) and runs one pass, so that all park;
+/// then adds a reader to one end of a socket pair that drains it, removes itself, and calls
+/// `wake` with the log and a function that wakes a parked task by name. Returns the log, the
+/// tasks, and the other end: a write there fires the reader.
+fn parked_behind_a_reader(
+    lp: &EventLoop,
+    names: &[&'static str],
+    wake: impl Fn(&Log, &dyn Fn(&str)) + 'static,
+) -> (Log, Vec<evloop::Task<()>>, std::os::unix::net::UnixStream) {
+    use std::os::fd::AsRawFd;
+    let log: Log = Rc::default();
+    let parked: Parked = Rc::default();
+    let tasks = names
+        .iter()
+        .map(|&name| lp.spawn(park_then_note(name, &parked, &log)))
+        .collect();
+    lp.run_nowait().unwrap();
+    let (a, mut b) = pair();
+    let l = log.clone();
+    lp.add_reader(b.as_raw_fd(), move |lp| {
+        drain(&mut b);
+        assert!(lp.remove_reader(b.as_raw_fd()));
+        wake(&l, &|name| wake_parked(&parked, name));
+    })
+    .unwrap();
+    (log, tasks, a)
+}
+
 /// Wakes the task parked under `name`.
 fn wake_parked(parked: &Parked, name: &str) {
     let waker = {
@@ -116,28 +144,15 @@ per_backend! {
     }
 
     fn every_task_an_io_callback_wakes_runs_behind_it_in_the_order_it_woke_them(backend: Backend) {
-        use std::os::fd::AsRawFd;
         let lp = new_loop(backend);
-        let log: Log = Rc::default();
-        let parked: Parked = Rc::default();
-        let tasks: Vec<_> = ["task A", "task B", "task C"]
-            .into_iter()
-            .map(|name| lp.spawn(park_then_note(name, &parked, &log)))
-            .collect();
-        lp.run_nowait().unwrap(); // all three park
-        let (mut a, mut b) = pair();
-        let l = log.clone();
-        let p = parked.clone();
-        lp.add_reader(b.as_raw_fd(), move |lp| {
-            drain(&mut b);
-            note(&l, "reader");
-            // The first one woken is kept beside the deque, the others go to its front.
-            for name in ["task C", "task A", "task B"] {
-                wake_parked(&p, name);
-            }
-            assert!(lp.remove_reader(b.as_raw_fd()));
-        })
-        .unwrap();
+        let (log, tasks, mut a) =
+            parked_behind_a_reader(&lp, &["task A", "task B", "task C"], |log, wake| {
+                note(log, "reader");
+                // The first one woken is kept beside the deque, the others go to its front.
+                for name in ["task C", "task A", "task B"] {
+                    wake(name);
+                }
+            });
         let l = log.clone();
         lp.call_soon(move |_| note(&l, "call_soon queued before"));
         a.write_all(b"x").unwrap();
@@ -166,27 +181,13 @@ per_backend! {
     }
 
     fn a_reader_that_panics_after_waking_tasks_leaves_their_steps_first_for_the_next_pass(backend: Backend) {
-        use std::os::fd::AsRawFd;
         let lp = new_loop(backend);
-        let log: Log = Rc::default();
-        let parked: Parked = Rc::default();
-        let tasks: Vec<_> = ["task A", "task B"]
-            .into_iter()
-            .map(|name| lp.spawn(park_then_note(name, &parked, &log)))
-            .collect();
-        lp.run_nowait().unwrap();
-        let (mut a, mut b) = pair();
-        let l = log.clone();
-        let p = parked.clone();
-        lp.add_reader(b.as_raw_fd(), move |lp| {
-            drain(&mut b);
-            assert!(lp.remove_reader(b.as_raw_fd()));
-            note(&l, "reader wakes B then A, then panics");
-            wake_parked(&p, "task B");
-            wake_parked(&p, "task A");
+        let (log, tasks, mut a) = parked_behind_a_reader(&lp, &["task A", "task B"], |log, wake| {
+            note(log, "reader wakes B then A, then panics");
+            wake("task B");
+            wake("task A");
             panic!("reader boom");
-        })
-        .unwrap();
+        });
         a.write_all(b"x").unwrap();
         let l = log.clone();
         lp.call_later(Duration::ZERO, move |_| note(&l, "due timer"));
