@@ -93,6 +93,48 @@ fn parked_behind_a_reader(
     (log, tasks, a)
 }
 
+/// Makes the reader of `parked_behind_a_reader` due (a byte on the other end), and a timer
+/// due in the same pass, behind it.
+fn fire_with_a_due_timer(
+    lp: &EventLoop,
+    log: &Log,
+    other_end: &mut std::os::unix::net::UnixStream,
+) {
+    other_end.write_all(b"x").unwrap();
+    let l = log.clone();
+    lp.call_later(Duration::ZERO, move |_| note(&l, "due timer"));
+}
+
+/// Runs passes until every task is done, then one more for what they scheduled; returns the
+/// log by pass (`by_pass`).
+fn run_out(lp: &EventLoop, tasks: &[evloop::Task<()>], log: &Log) -> Vec<String> {
+    for _ in 0..10 {
+        if tasks.iter().all(|t| t.is_done()) {
+            lp.run_nowait().unwrap();
+            return by_pass(log);
+        }
+        lp.run_nowait().unwrap();
+    }
+    panic!("the tasks are not done after 10 passes: {:?}", by_pass(log));
+}
+
+/// The log as one line per iteration, numbered from the first entry's: `"+1: a, b"`.
+fn by_pass(log: &Log) -> Vec<String> {
+    let log = log.borrow();
+    let first = log.first().map_or(0, |&(_, pass)| pass);
+    let mut lines: Vec<(u64, Vec<&str>)> = Vec::new();
+    for &(what, pass) in log.iter() {
+        match lines.last_mut() {
+            Some((p, names)) if *p == pass => names.push(what),
+            _ => lines.push((pass, vec![what])),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(pass, names)| format!("+{}: {}", pass - first, names.join(", ")))
+        .collect()
+}
+
 /// Wakes the task parked under `name`.
 fn wake_parked(parked: &Parked, name: &str) {
     let waker = {
@@ -155,26 +197,12 @@ per_backend! {
             });
         let l = log.clone();
         lp.call_soon(move |_| note(&l, "call_soon queued before"));
-        a.write_all(b"x").unwrap();
-        let l = log.clone();
-        lp.call_later(Duration::ZERO, move |_| note(&l, "due timer"));
-        lp.run_nowait().unwrap();
-        lp.run_nowait().unwrap();
-        assert!(tasks.iter().all(|t| t.is_done()));
-        let log = log.borrow();
-        let pass = log[0].1;
+        fire_with_a_due_timer(&lp, &log, &mut a);
         assert_eq!(
-            *log,
+            run_out(&lp, &tasks, &log),
             [
-                ("call_soon queued before", pass),
-                ("reader", pass),
-                ("task C", pass),
-                ("task A", pass),
-                ("task B", pass),
-                ("due timer", pass),
-                ("call_soon from task C", pass + 1),
-                ("call_soon from task A", pass + 1),
-                ("call_soon from task B", pass + 1),
+                "+0: call_soon queued before, reader, task C, task A, task B, due timer",
+                "+1: call_soon from task C, call_soon from task A, call_soon from task B",
             ],
             "the woken tasks take their reader's place, in the order it woke them"
         );
@@ -188,25 +216,15 @@ per_backend! {
             wake("task A");
             panic!("reader boom");
         });
-        a.write_all(b"x").unwrap();
-        let l = log.clone();
-        lp.call_later(Duration::ZERO, move |_| note(&l, "due timer"));
+        fire_with_a_due_timer(&lp, &log, &mut a);
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lp.run_nowait()));
         assert!(panicked.is_err(), "the reader's panic propagates");
-        lp.run_nowait().unwrap();
-        lp.run_nowait().unwrap();
-        assert!(tasks.iter().all(|t| t.is_done()));
-        let log = log.borrow();
-        let pass = log[0].1;
         assert_eq!(
-            *log,
+            run_out(&lp, &tasks, &log),
             [
-                ("reader wakes B then A, then panics", pass),
-                ("task B", pass + 1),
-                ("task A", pass + 1),
-                ("due timer", pass + 1),
-                ("call_soon from task B", pass + 2),
-                ("call_soon from task A", pass + 2),
+                "+0: reader wakes B then A, then panics",
+                "+1: task B, task A, due timer",
+                "+2: call_soon from task B, call_soon from task A",
             ],
             "the steps the reader woke stay first, in order, ahead of the rest of its pass"
         );
