@@ -119,11 +119,6 @@ impl Inner {
                 format!("the loop was closed with {abandoned} pending task(s); they were dropped"),
             ));
         }
-        // A step kept aside by the I/O callback that is closing the loop (its task was
-        // abandoned above): it must not run when the callback returns.
-        if let Some(step) = self.io_woken.take() {
-            catching(&mut panics, move || drop(step));
-        }
         let ready = std::mem::take(&mut *self.ready.borrow_mut());
         for entry in ready {
             catching(&mut panics, move || match entry {

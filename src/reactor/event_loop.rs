@@ -158,7 +158,8 @@ pub(crate) struct Inner {
     /// The step of the first task the running I/O callback woke: kept out of the ready deque,
     /// as a one-event wait's reader is, and run as soon as the callback returns (a socket's
     /// reader wakes the task that reads it: the echo server's every round trip). Empty
-    /// outside an I/O callback.
+    /// outside an I/O callback, even one that panicked (`WokenByIo` moves it to the deque),
+    /// so a loop closes with nothing here: `close` refuses a running loop.
     pub(crate) io_woken: Cell<Option<RunnableRef>>,
     /// What [`EventLoop::time`] reads: the monotonic clock, or a virtual one (`clock.rs`).
     pub(crate) clock: Clock,
@@ -1106,7 +1107,8 @@ impl Inner {
                 }
                 k => {
                     let mut ready = self.ready.borrow_mut();
-                    // `min`: a callback that closed the loop emptied the deque meanwhile.
+                    // `min`: a guard only (`insert` panics past the end). Nothing pops the
+                    // deque while the callback runs, and a running loop cannot be closed.
                     let at = (k - 1).min(ready.len());
                     ready.insert(at, Ready::Step(runnable));
                     self.woken_by_io.set(at + 2);
