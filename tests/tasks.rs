@@ -138,6 +138,41 @@ per_backend! {
         w.wake(); // after the loop is gone: a no-op too
     }
 
+    fn a_queued_step_of_a_task_that_finished_since_is_counted_as_skipped(backend: Backend) {
+        let lp = new_loop(backend);
+        // Run `lp` once; returns how much `callbacks_run` and `cancelled_skipped` grew.
+        let pass = |lp: &evloop::EventLoop| {
+            let before = lp.stats();
+            lp.run_nowait().unwrap();
+            let after = lp.stats();
+            (
+                after.callbacks_run - before.callbacks_run,
+                after.cancelled_skipped - before.cancelled_skipped,
+            )
+        };
+        // Cancelled while its first step is queued: the future is dropped at once and the
+        // step, still in the deque, has nothing to run.
+        let task = lp.spawn(std::future::pending::<()>());
+        task.cancel();
+        assert!(task.is_done());
+        assert_eq!(lp.stats().ready, 1, "the step stays queued until a pass skips it");
+        assert_eq!(pass(&lp), (0, 1), "skipped, as a cancelled call_soon is");
+        // Woken in the step that finishes it: that step ran, the one it queued is skipped.
+        let steps = Rc::new(Cell::new(0));
+        let counted = steps.clone();
+        let task = lp.spawn(std::future::poll_fn(move |cx| {
+            counted.set(counted.get() + 1);
+            cx.waker().wake_by_ref();
+            Poll::Ready(())
+        }));
+        assert_eq!(pass(&lp), (1, 0));
+        assert!(task.is_done());
+        assert_eq!(lp.stats().ready, 1, "the wake-up queued a step");
+        assert_eq!(pass(&lp), (0, 1));
+        assert_eq!(steps.get(), 1, "a finished task is never polled again");
+        assert_eq!(lp.stats().ready, 0);
+    }
+
     fn a_spawned_task_starts_on_a_later_iteration_not_synchronously(backend: Backend) {
         let lp = new_loop(backend);
         let log = Log::default();

@@ -1266,7 +1266,9 @@ pub struct Stats {
     /// Entries run from the ready deque: `call_soon` callbacks, timers, readers, writers,
     /// threadsafe callbacks and task steps.
     pub callbacks_run: u64,
-    /// Queued entries skipped because they were cancelled before their turn.
+    /// Queued entries skipped because they were cancelled before their turn; also a task's
+    /// queued step when the task was cancelled, or finished, after the step was queued
+    /// (say, woken during the step that returned its result).
     pub cancelled_skipped: u64,
     /// Timers moved to the ready deque because their deadline passed.
     pub timers_fired: u64,

@@ -217,11 +217,9 @@ impl Ready {
                 remote.call(event_loop);
                 true
             }
-            Ready::Step(runnable) => {
-                // Calls user code (a task's poll); a panic is caught inside the step.
-                runnable.run(event_loop);
-                true
-            }
+            // Calls user code (a task's poll), unless the task finished since the step was
+            // queued; a panic is caught inside the step.
+            Ready::Step(runnable) => runnable.run(event_loop),
         }
     }
 }

@@ -81,9 +81,11 @@ pub(crate) type RunnableRef = Pin<Rc<dyn Runnable>>;
 
 /// Something the loop runs step by step: the reactor's whole view of a task.
 pub(crate) trait Runnable {
-    /// Runs one step. Calls user code; must not let a panic escape (a task catches it and
-    /// makes it the task's result).
-    fn run(self: Pin<Rc<Self>>, event_loop: &EventLoop);
+    /// Runs one step; returns `false` if there was none to run: the runnable finished (a
+    /// task cancelled, or done in the step that woke it again) after this step was queued,
+    /// and the loop counts the entry as skipped, as it does a cancelled callback. Calls user
+    /// code; must not let a panic escape (a task catches it and makes it the task's result).
+    fn run(self: Pin<Rc<Self>>, event_loop: &EventLoop) -> bool;
     /// Marks a step as queued and says whether the caller must queue it: `false` when one is
     /// queued already (N wakes before a step give one step) or the runnable is finished.
     fn try_queue(&self) -> bool;
@@ -241,7 +243,9 @@ mod tests {
     }
 
     impl Runnable for Dummy {
-        fn run(self: Pin<Rc<Self>>, _: &EventLoop) {}
+        fn run(self: Pin<Rc<Self>>, _: &EventLoop) -> bool {
+            true
+        }
         fn try_queue(&self) -> bool {
             true
         }

@@ -242,10 +242,12 @@ fn report(h: &Header, event_loop: &EventLoop, message: String) {
 }
 
 impl<F: Future + 'static> Runnable for TaskCell<F> {
-    fn run(self: Pin<Rc<Self>>, event_loop: &EventLoop) {
+    fn run(self: Pin<Rc<Self>>, event_loop: &EventLoop) -> bool {
         let h: &Header = &self;
         if h.is_done() {
-            return; // cancelled while its step was queued
+            // Cancelled while its step was queued, or finished in the step that woke it
+            // again: the step is skipped.
+            return false;
         }
         h.phase.set(Phase::Running {
             woken: false,
@@ -268,7 +270,7 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
         let Some(polled) = polled else {
             // Not reached: a task whose future is gone is done.
             h.release_waker(waker);
-            return;
+            return true;
         };
         h.steps.set(h.steps.get() + 1);
         let traced = event_loop.inner.trace_on().then(|| polled_outcome(&polled));
@@ -306,6 +308,7 @@ impl<F: Future + 'static> Runnable for TaskCell<F> {
             );
         }
         h.release_waker(waker);
+        true
     }
 
     #[inline]
