@@ -1,7 +1,7 @@
 //! The differential fuzzer on every backend: seeded random programs over the public API
 //! (readers, writers, fd close/dup/dup2/reuse, peer writes and closes, `call_soon`,
-//! `call_later`, cancellation, iterations) checked callback by callback against a model of
-//! what must run and in what order. The engine, and the exact rules it checks, are in
+//! `call_later`, cancellation, tasks spawned and woken, iterations) checked callback by
+//! callback, and step by step, against a model of what must run and in what order. The engine, and the exact rules it checks, are in
 //! `tests/common/fuzz_model.rs`.
 //!
 //! - `cargo test --test fuzz` runs [`SEEDS`] × [`OPS`] operations per backend (debug build,
@@ -40,6 +40,14 @@ per_backend! {
                 outcome.iterations > 0 && outcome.callbacks > 0,
                 "{backend}, seed {seed}: the program exercised nothing: {outcome:?}"
             );
+            // The tasks' part of the model is exercised, the rule of the tasks an I/O callback
+            // wakes included (the first, kept beside the deque, and the later ones).
+            assert!(
+                outcome.task_steps > 0 && outcome.behind_io > 0 && outcome.behind_io_later > 0,
+                "{backend}, seed {seed}: the program exercised too little of the tasks: \
+                 {outcome:?}"
+            );
+            eprintln!("{backend}, seed {seed}: {outcome:?}");
         }
     }
 }

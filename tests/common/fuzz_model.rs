@@ -30,9 +30,18 @@
 //! - **Phases.** All `call_soon` callbacks of the snapshot come first, then the I/O
 //!   callbacks, then the timers (`docs/03-one-iteration.md`, "where the ready deque's order
 //!   comes from"). A callback of an earlier phase after one of a later phase is a failure.
-//! - **`call_soon`: exact FIFO.** Each one must be the next non-cancelled entry of the
-//!   snapshot; one scheduled during this pass must wait for the next iteration (the
-//!   snapshot rule). When the phase ends, every entry not run must be cancelled.
+//! - **`call_soon` and task steps: exact FIFO.** Each one must be the next entry of the
+//!   snapshot that is not skipped (a cancelled `call_soon`, or the step of a task that
+//!   finished after it was queued); one queued during this pass must wait for the next
+//!   iteration (the snapshot rule). When the phase ends, every entry not run must be one the
+//!   pass skips.
+//! - **Tasks woken by I/O: right behind the callback.** A task that an I/O callback wakes
+//!   (and that had no step queued) runs in this pass, right after that callback and before
+//!   anything else: the tasks one callback wakes run in the order it woke them
+//!   (`docs/03-one-iteration.md`). Woken anywhere else (a `call_soon`, a timer, another
+//!   task, the driver between passes, or itself during its own step) its step goes to the
+//!   back of the deque; a task spawned anywhere, an I/O callback included, too. A wake-up
+//!   of a task whose step is queued queues nothing, and a task never steps unless woken.
 //! - **I/O: a multiset.** The order in which the selector reports fds is not specified, so
 //!   an I/O callback is only checked for membership: it must be in `E`, not yet run in this
 //!   pass, and its watcher must still be registered (not removed, not replaced — removal
@@ -52,9 +61,10 @@
 //!   of another file under a reused number shows up here or as a callback not in `E`.
 //! - **Counts.** `remove_*` returns whether the model had a watcher; after every op,
 //!   `stats().fds` (numbers with a reader or a writer), `stats().timers` (live timers) and
-//!   `stats().ready` (the queued `call_soon`s) equal the model's; after each pass,
-//!   `callbacks_run` grew by the callbacks seen and `callbacks_run + cancelled_skipped` by
-//!   the size of the snapshot (soon + `E` + timers fired).
+//!   `stats().ready` (the queued `call_soon`s and task steps) and `stats().tasks` (the
+//!   unfinished tasks) equal the model's; after each pass, `callbacks_run` grew by the
+//!   callbacks and task steps seen and `callbacks_run + cancelled_skipped` by the size of
+//!   the snapshot (soon + `E` + timers fired) plus the tasks I/O callbacks woke.
 //!
 //! ## The "no lost event" rule, exactly
 //!
@@ -79,9 +89,12 @@
 //! replaced by another open file on the same number ("dup2", emulated with `dup_at_least`
 //! onto the just-closed number), and reused by a new socket pair; writes of random sizes into
 //! the peer, reads of random sizes in readers, peer close (EOF); `call_soon`, `call_later`
-//! with 0–3 ms, cancellation of both; all of these also from inside callbacks (one nested
-//! operation per callback, at most two deep), so that removal of a queued watcher, adds
-//! during a pass and reuse of a number inside a callback are exercised.
+//! with 0–3 ms, cancellation of both; tasks (at most [`MAX_TASKS`] unfinished) that finish
+//! after one to six steps, each step applying one operation, and wake-ups of one to three
+//! of them at once through the wakers of their last steps; all of these also from inside
+//! callbacks and task steps (one nested operation each, at most two deep), so that removal
+//! of a queued watcher, adds during a pass, reuse of a number inside a callback, and tasks
+//! woken by readers and writers are exercised.
 //!
 //! On libkqueue (kqueue on Linux) `Dup` and `Dup2` do nothing: it has a use-after-free for
 //! a registered file kept alive by a dup (`tests/fd_lifecycle.rs` skips those tests there).
@@ -90,7 +103,8 @@
 //! (its behaviour differs per backend on purpose), writers that fill their send buffer
 //! (a Unix socket's writability depends on kernel buffer accounting the model cannot
 //! predict), pipes and TCP, `call_at` with past deadlines, `run_forever`/`stop`, remote
-//! (threadsafe) callbacks, tasks, panicking callbacks, and *when* a timer fires.
+//! (threadsafe) callbacks and wake-ups from other threads, tasks cancelled or awaited,
+//! panicking callbacks and tasks, and *when* a timer fires.
 //!
 //! # Fd numbers
 //!
@@ -109,24 +123,31 @@
 //! them may not replay every time.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
+use std::future::Future;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use evloop::sys::fd::{dup_at_least, raise_nofile_limit};
-use evloop::{Backend, EventLoop, Handle, TimerHandle};
+use evloop::{Backend, EventLoop, Handle, Task, TimerHandle};
 
 /// How many fd numbers one run uses.
 pub const SPAN: RawFd = 12;
 
 /// The largest read a reader callback makes.
 const MAX_READ: usize = 65536;
+
+/// At most this many unfinished tasks at a time: few enough that wakes often find a task
+/// already queued, or woken twice by one callback.
+const MAX_TASKS: usize = 8;
 
 /// A small, seedable generator (splitmix64): the program is a pure function of the seed.
 #[derive(Clone, Debug)]
@@ -197,6 +218,14 @@ pub enum Op {
     },
     /// Cancel a pending `call_soon` or timer.
     Cancel { which: u8 },
+    /// `spawn` a task (when fewer than [`MAX_TASKS`] are unfinished) that finishes after
+    /// `steps` steps; each of its steps applies `then`, and all but the last park it until
+    /// something wakes it.
+    Spawn { steps: u8, then: Option<Box<Op>> },
+    /// Wake `n` unfinished tasks, one after the other, through the wakers of their last steps
+    /// (nothing for one that never ran: its first step is queued anyway). They are the
+    /// `which`-th and the ones after it, wrapping around, so a task can be woken twice.
+    Wake { which: u8, n: u8 },
     /// One iteration with `run_nowait`.
     RunNowait,
     /// One iteration with `run_once` if something is surely due, else `run_nowait`.
@@ -218,7 +247,7 @@ fn nested(rng: &mut Rng, depth: u32) -> Option<Box<Op>> {
 }
 
 fn gen_op(rng: &mut Rng, depth: u32) -> Op {
-    let r = rng.below(100);
+    let r = rng.below(108);
     match r {
         0..=16 => Op::RunNowait,
         17..=18 => Op::RunOnce,
@@ -260,7 +289,15 @@ fn gen_op(rng: &mut Rng, depth: u32) -> Op {
             delay_us: rng.below(3001) as u16,
             then: nested(rng, depth),
         },
-        _ => Op::Cancel { which: rng.sel() },
+        94..=99 => Op::Cancel { which: rng.sel() },
+        100..=102 => Op::Spawn {
+            steps: 1 + rng.below(6) as u8,
+            then: nested(rng, depth),
+        },
+        _ => Op::Wake {
+            which: rng.sel(),
+            n: 1 + rng.below(3) as u8,
+        },
     }
 }
 
@@ -383,6 +420,47 @@ struct OnceM {
     key: Option<(Instant, u64)>,
 }
 
+/// A task of the program, seen from the model.
+struct TaskM {
+    /// Steps still to run; the step that takes this to 0 finishes the task.
+    steps_left: u8,
+    then: Option<Op>,
+    /// The waker of its last step (`None` before its first).
+    waker: Option<Waker>,
+    /// A step is due: spawned or woken since its last step began.
+    queued: bool,
+    /// Its step is running now.
+    running: bool,
+    /// It returned `Ready`.
+    done: bool,
+    /// Kept, so that the task is not detached before the loop is dropped.
+    _handle: Task<()>,
+}
+
+/// The future of every task of the program: each poll reports to the model, which says
+/// whether the task is finished.
+struct Probe {
+    world: Weak<RefCell<World>>,
+    id: u64,
+}
+
+impl Future for Probe {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(world) = self.world.upgrade() else {
+            return Poll::Pending;
+        };
+        let lp = evloop::current();
+        let finished = world.borrow_mut().on_step(&lp, self.id, cx.waker());
+        if finished {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
 struct IoExp {
     fd: RawFd,
     side: Side,
@@ -395,6 +473,10 @@ struct Pass {
     soon_at: usize,
     io: HashMap<u64, IoExp>,
     timers: Vec<((Instant, u64), u64)>,
+    /// Tasks the running I/O callback woke, which must run right after it, in this order.
+    behind: VecDeque<u64>,
+    /// How many tasks I/O callbacks woke in this pass (entries the pass adds to its own).
+    woken_by_io: u64,
     phase: u8,
     runs: u64,
     before: evloop::Stats,
@@ -425,9 +507,14 @@ struct World {
     watch: BTreeMap<RawFd, [Option<u64>; 2]>,
     watchers: HashMap<u64, WatcherM>,
     onces: HashMap<u64, OnceM>,
-    /// The `call_soon`s queued and not yet taken by a pass, in order (cancelled ones too:
-    /// they stay in the loop's deque until a pass skips them).
+    /// The `call_soon`s and task steps queued and not yet taken by a pass, in order
+    /// (cancelled ones too, and the steps of tasks that finished meanwhile: they stay in the
+    /// loop's deque until a pass skips them).
     deque: Vec<u64>,
+    /// Every task spawned, finished ones included (ordered: `Wake` picks by position).
+    tasks: BTreeMap<u64, TaskM>,
+    /// An I/O callback of the program is running (a task it wakes must run right after it).
+    in_io: bool,
     /// Live timers: not cancelled, not yet moved to the deque.
     timers: BTreeMap<(Instant, u64), u64>,
     /// Cancellable callbacks: not run, not cancelled.
@@ -438,6 +525,9 @@ struct World {
     failure: Option<(&'static str, String)>,
     iteration: u64,
     callbacks: u64,
+    task_steps: u64,
+    behind_io: u64,
+    behind_io_later: u64,
     scratch: Vec<u8>,
 }
 
@@ -781,10 +871,185 @@ impl World {
                     self.timers.remove(&key);
                 }
             }
+            Op::Spawn { steps, then } => {
+                if self.tasks.values().filter(|t| !t.done).count() >= MAX_TASKS {
+                    return;
+                }
+                let id = self.id();
+                let handle = lp.spawn(Probe {
+                    world: self.me.clone(),
+                    id,
+                });
+                self.tasks.insert(
+                    id,
+                    TaskM {
+                        steps_left: *steps,
+                        then: then.as_deref().cloned(),
+                        waker: None,
+                        queued: true,
+                        running: false,
+                        done: false,
+                        _handle: handle,
+                    },
+                );
+                // A new task's first step goes to the back of the deque, even when an I/O
+                // callback spawns it.
+                self.deque.push(id);
+            }
+            Op::Wake { which, n } => {
+                let unfinished: Vec<u64> = self
+                    .tasks
+                    .iter()
+                    .filter(|(_, t)| !t.done)
+                    .map(|(id, _)| *id)
+                    .collect();
+                for i in 0..*n {
+                    if let Some(id) = pick(&unfinished, which.wrapping_add(i)) {
+                        self.wake_task(id);
+                    }
+                }
+            }
             Op::RunNowait | Op::RunOnce => {
                 self.fail("driver", "run_* cannot be applied inside a callback".into());
             }
         }
+    }
+
+    /// Wakes task `id` (unfinished) and records where its step must run: nowhere new if one
+    /// is queued already; right after the running I/O callback if one is running (in this
+    /// pass, behind the tasks that callback woke before); else at the back of the deque (the
+    /// next pass, when a pass is running). A task that wakes itself during its step goes to
+    /// the back.
+    fn wake_task(&mut self, id: u64) {
+        let t = self.tasks.get_mut(&id).expect("a task of the program");
+        let Some(waker) = t.waker.clone() else {
+            // It has never run: its first step is queued.
+            if !t.queued {
+                self.fail("driver", format!("task {id} never ran and is not queued"));
+            }
+            return;
+        };
+        waker.wake_by_ref();
+        if t.queued {
+            return;
+        }
+        t.queued = true;
+        if self.in_io && !t.running {
+            let pass = self.pass.as_mut().expect("I/O callbacks run in a pass");
+            if !pass.behind.is_empty() {
+                self.behind_io_later += 1;
+            }
+            pass.behind.push_back(id);
+            pass.woken_by_io += 1;
+        } else {
+            self.deque.push(id);
+        }
+    }
+
+    /// An entry of the deque that a pass skips: a cancelled `call_soon`, or the step of a
+    /// task that finished after it was queued (it woke itself in its last step).
+    fn skipped(&self, id: u64) -> bool {
+        self.onces.get(&id).is_some_and(|o| o.cancelled)
+            || self.tasks.get(&id).is_some_and(|t| t.done)
+    }
+
+    /// Fails if a task that the last I/O callback woke has not run yet: nothing else may run
+    /// before it. Returns whether all is well.
+    fn check_behind(&mut self, what: &str) -> bool {
+        let front = self.pass.as_ref().and_then(|p| p.behind.front().copied());
+        match front {
+            Some(task) => {
+                self.fail(
+                    "woken by I/O",
+                    format!(
+                        "{what} ran before the step of task {task}, which an I/O callback woke: \
+                         a task woken by an I/O callback runs right after it"
+                    ),
+                );
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// A step of task `id` (its future's poll); returns whether the task finishes with it.
+    fn on_step(&mut self, lp: &EventLoop, id: u64, waker: &Waker) -> bool {
+        self.callbacks += 1;
+        let what = format!("the step of task {id}");
+        let Some(pass) = self.pass.as_mut() else {
+            self.fail("outside a pass", format!("{what} ran outside run_*"));
+            return false;
+        };
+        pass.runs += 1;
+        let t = &self.tasks[&id];
+        if t.done {
+            self.fail("finished task ran", format!("{what} ran after it finished"));
+            return false;
+        }
+        if !t.queued {
+            self.fail(
+                "step without a wake",
+                format!("{what} ran, but nothing woke it since its last step"),
+            );
+            return false;
+        }
+        let pass = self.pass.as_mut().expect("in a pass");
+        if pass.behind.front() == Some(&id) {
+            pass.behind.pop_front();
+            self.behind_io += 1;
+        } else {
+            if !self.check_behind(&what) || !self.enter_phase(0, &what) {
+                return false;
+            }
+            if !self.next_of_snapshot(id, &what) {
+                return false;
+            }
+        }
+        self.task_steps += 1;
+        let t = self.tasks.get_mut(&id).expect("checked");
+        t.queued = false;
+        t.running = true;
+        t.steps_left -= 1;
+        if !t.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            t.waker = Some(waker.clone());
+        }
+        if let Some(op) = t.then.clone() {
+            self.apply(lp, &op);
+        }
+        let t = self.tasks.get_mut(&id).expect("checked");
+        t.running = false;
+        if t.steps_left == 0 {
+            t.done = true;
+            t.waker = None;
+        }
+        t.done
+    }
+
+    /// Phase 0: `id` must be the next entry of the snapshot that is not skipped (FIFO, and
+    /// the snapshot rule); moves past it. Returns whether it was.
+    fn next_of_snapshot(&mut self, id: u64, what: &str) -> bool {
+        let pass = self.pass.as_ref().expect("in a pass");
+        let mut at = pass.soon_at;
+        while at < pass.soon.len() && self.skipped(pass.soon[at]) {
+            at += 1;
+        }
+        let pass = self.pass.as_mut().expect("in a pass");
+        pass.soon_at = at;
+        if pass.soon.get(at) == Some(&id) {
+            pass.soon_at += 1;
+            return true;
+        }
+        let expected = pass.soon.get(at).copied();
+        let why = if pass.soon.contains(&id) {
+            "out of FIFO order"
+        } else {
+            "in the pass during which it was queued (snapshot rule)"
+        };
+        self.fail(
+            "call_soon order",
+            format!("{what} ran {why}; the model expected {expected:?}"),
+        );
+        false
     }
 
     /// Checks `stats()` against the model's counts (between ops, outside a pass).
@@ -793,13 +1058,14 @@ impl World {
         let fds = self.watch.len();
         let timers = self.timers.len();
         let ready = self.deque.len();
-        if (st.fds, st.timers, st.ready) != (fds, timers, ready) {
+        let tasks = self.tasks.values().filter(|t| !t.done).count();
+        if (st.fds, st.timers, st.ready, st.tasks) != (fds, timers, ready, tasks) {
             self.fail(
                 "stats",
                 format!(
-                    "stats() says fds {}, timers {}, ready {}; the model says fds {fds}, \
-                     timers {timers}, ready {ready}",
-                    st.fds, st.timers, st.ready
+                    "stats() says fds {}, timers {}, ready {}, tasks {}; the model says fds \
+                     {fds}, timers {timers}, ready {ready}, tasks {tasks}",
+                    st.fds, st.timers, st.ready, st.tasks
                 ),
             );
         }
@@ -854,6 +1120,8 @@ impl World {
             soon_at: 0,
             io,
             timers,
+            behind: VecDeque::new(),
+            woken_by_io: 0,
             phase: 0,
             runs: 0,
             before: lp.stats(),
@@ -864,18 +1132,20 @@ impl World {
 
     /// Ends the `call_soon` phase: every entry not run must have been cancelled.
     fn close_soon_phase(&mut self) {
-        let pass = self.pass.as_mut().expect("in a pass");
+        let pass = self.pass.as_ref().expect("in a pass");
         let mut lost = Vec::new();
         for &id in &pass.soon[pass.soon_at..] {
-            if !self.onces[&id].cancelled && !self.onces[&id].ran {
+            let ran = self.onces.get(&id).is_some_and(|o| o.ran);
+            if !self.skipped(id) && !ran {
                 lost.push(id);
             }
         }
+        let pass = self.pass.as_mut().expect("in a pass");
         pass.soon_at = pass.soon.len();
         if !lost.is_empty() {
             self.fail(
                 "lost call_soon",
-                format!("call_soon callback(s) {lost:?} were queued before the pass, not cancelled, and did not run in it"),
+                format!("call_soon callback(s) or task step(s) {lost:?} were queued before the pass, not cancelled, and did not run in it"),
             );
         }
     }
@@ -935,7 +1205,7 @@ impl World {
                 format!("{what} ran after it was removed or replaced"),
             );
         }
-        if !self.enter_phase(1, &what) {
+        if !self.check_behind(&what) || !self.enter_phase(1, &what) {
             return;
         }
         let pass = self.pass.as_mut().expect("in a pass");
@@ -1000,7 +1270,9 @@ impl World {
             f.buffered -= expect;
         }
         if let Some(op) = self.watchers[&id].then.clone() {
+            self.in_io = true;
             self.apply(lp, &op);
+            self.in_io = false;
         }
     }
 
@@ -1025,30 +1297,14 @@ impl World {
         if once.ran {
             return self.fail("ran twice", format!("{what} ran twice"));
         }
+        if !self.check_behind(&what) {
+            return;
+        }
         match key {
             None => {
-                if !self.enter_phase(0, &what) {
+                if !self.enter_phase(0, &what) || !self.next_of_snapshot(id, &what) {
                     return;
                 }
-                let pass = self.pass.as_mut().expect("in a pass");
-                while pass.soon_at < pass.soon.len()
-                    && self.onces[&pass.soon[pass.soon_at]].cancelled
-                {
-                    pass.soon_at += 1;
-                }
-                if pass.soon.get(pass.soon_at) != Some(&id) {
-                    let expected = pass.soon.get(pass.soon_at).copied();
-                    let why = if pass.soon.contains(&id) {
-                        "out of FIFO order"
-                    } else {
-                        "in the pass during which it was scheduled (snapshot rule)"
-                    };
-                    return self.fail(
-                        "call_soon order",
-                        format!("{what} ran {why}; the model expected {expected:?}"),
-                    );
-                }
-                pass.soon_at += 1;
             }
             Some(key) => {
                 let now = Instant::now();
@@ -1100,6 +1356,7 @@ impl World {
         if let Err(e) = result {
             self.fail("run error", format!("run_* failed: {e}"));
         }
+        self.check_behind("the end of the pass");
         if self.pass.as_ref().expect("in a pass").phase < 2 {
             self.enter_phase(2, "the end of the pass");
         }
@@ -1124,15 +1381,17 @@ impl World {
                 ),
             );
         }
-        let queued = (pass.soon.len() + pass.io.len() + fired) as u64;
+        let queued = (pass.soon.len() + pass.io.len() + fired) as u64 + pass.woken_by_io;
         if run + skipped != queued {
             self.fail(
                 "stats",
                 format!(
                     "{run} callback(s) ran and {skipped} were skipped, but the pass should have \
-                     queued {queued}: {} call_soon, {} I/O, {fired} timer(s)",
+                     queued {queued}: {} call_soon or task step, {} I/O, {fired} timer(s), {} \
+                     task step(s) woken by I/O",
                     pass.soon.len(),
-                    pass.io.len()
+                    pass.io.len(),
+                    pass.woken_by_io
                 ),
             );
         }
@@ -1183,8 +1442,15 @@ pub struct Outcome {
     pub ops: usize,
     /// Iterations run.
     pub iterations: u64,
-    /// Callbacks of the program that ran.
+    /// Callbacks of the program that ran (task steps included).
     pub callbacks: u64,
+    /// Task steps that ran.
+    pub task_steps: u64,
+    /// Task steps that ran right behind the I/O callback that woke them.
+    pub behind_io: u64,
+    /// Of those, the steps of the second and later tasks one I/O callback woke (the ones the
+    /// loop puts at the front of its deque; the first waits beside it).
+    pub behind_io_later: u64,
 }
 
 /// Runs the ops of `program` whose indices are in `selection` (increasing), on
@@ -1247,12 +1513,17 @@ fn drive(
             deque: Vec::new(),
             timers: BTreeMap::new(),
             pending: Vec::new(),
+            tasks: BTreeMap::new(),
+            in_io: false,
             next_id: 0,
             next_seq: 0,
             pass: None,
             failure: None,
             iteration: 0,
             callbacks: 0,
+            task_steps: 0,
+            behind_io: 0,
+            behind_io_later: 0,
             scratch: vec![0; MAX_READ],
         })
     });
@@ -1289,6 +1560,9 @@ fn drive(
         let w = world.borrow();
         outcome.iterations = w.iteration;
         outcome.callbacks = w.callbacks;
+        outcome.task_steps = w.task_steps;
+        outcome.behind_io = w.behind_io;
+        outcome.behind_io_later = w.behind_io_later;
     }
     // Tear down: the loop first (it holds the callbacks), then the fds, then the range.
     drop(lp);
