@@ -90,11 +90,12 @@
 //! onto the just-closed number), and reused by a new socket pair; writes of random sizes into
 //! the peer, reads of random sizes in readers, peer close (EOF); `call_soon`, `call_later`
 //! with 0–3 ms, cancellation of both; tasks (at most [`MAX_TASKS`] unfinished) that finish
-//! after one to six steps, each step applying one operation, and wake-ups of one to three
-//! of them at once through the wakers of their last steps; all of these also from inside
-//! callbacks and task steps (one nested operation each, at most two deep), so that removal
-//! of a queued watcher, adds during a pass, reuse of a number inside a callback, and tasks
-//! woken by readers and writers are exercised.
+//! after one to six steps, each step applying one operation, wake-ups of one to three of
+//! them at once through the wakers of their last steps, and `Task::cancel` (from outside the
+//! task or from its own step); all of these also from inside callbacks and task steps (one
+//! nested operation each, at most two deep), so that removal of a queued watcher, adds
+//! during a pass, reuse of a number inside a callback, and tasks woken by readers and
+//! writers are exercised.
 //!
 //! On libkqueue (kqueue on Linux) `Dup` and `Dup2` do nothing: it has a use-after-free for
 //! a registered file kept alive by a dup (`tests/fd_lifecycle.rs` skips those tests there).
@@ -103,7 +104,7 @@
 //! (its behaviour differs per backend on purpose), writers that fill their send buffer
 //! (a Unix socket's writability depends on kernel buffer accounting the model cannot
 //! predict), pipes and TCP, `call_at` with past deadlines, `run_forever`/`stop`, remote
-//! (threadsafe) callbacks and wake-ups from other threads, tasks cancelled or awaited,
+//! (threadsafe) callbacks and wake-ups from other threads, tasks awaited by others,
 //! panicking callbacks and tasks, and *when* a timer fires.
 //!
 //! # Fd numbers
@@ -226,6 +227,9 @@ pub enum Op {
     /// (nothing for one that never ran: its first step is queued anyway). They are the
     /// `which`-th and the ones after it, wrapping around, so a task can be woken twice.
     Wake { which: u8, n: u8 },
+    /// `Task::cancel` on an unfinished task: done at once (its queued step, if any, is
+    /// skipped), or, from inside its own step, when that step returns.
+    CancelTask { which: u8 },
     /// One iteration with `run_nowait`.
     RunNowait,
     /// One iteration with `run_once` if something is surely due, else `run_nowait`.
@@ -247,7 +251,7 @@ fn nested(rng: &mut Rng, depth: u32) -> Option<Box<Op>> {
 }
 
 fn gen_op(rng: &mut Rng, depth: u32) -> Op {
-    let r = rng.below(108);
+    let r = rng.below(110);
     match r {
         0..=16 => Op::RunNowait,
         17..=18 => Op::RunOnce,
@@ -294,10 +298,11 @@ fn gen_op(rng: &mut Rng, depth: u32) -> Op {
             steps: 1 + rng.below(6) as u8,
             then: nested(rng, depth),
         },
-        _ => Op::Wake {
+        103..=107 => Op::Wake {
             which: rng.sel(),
             n: 1 + rng.below(3) as u8,
         },
+        _ => Op::CancelTask { which: rng.sel() },
     }
 }
 
@@ -431,10 +436,11 @@ struct TaskM {
     queued: bool,
     /// Its step is running now.
     running: bool,
-    /// It returned `Ready`.
+    /// It returned `Ready`, or was cancelled.
     done: bool,
-    /// Kept, so that the task is not detached before the loop is dropped.
-    _handle: Task<()>,
+    /// Cancelled during its own step: done when the step returns.
+    cancel_pending: bool,
+    handle: Task<()>,
 }
 
 /// The future of every task of the program: each poll reports to the model, which says
@@ -889,7 +895,8 @@ impl World {
                         queued: true,
                         running: false,
                         done: false,
-                        _handle: handle,
+                        cancel_pending: false,
+                        handle,
                     },
                 );
                 // A new task's first step goes to the back of the deque, even when an I/O
@@ -907,6 +914,25 @@ impl World {
                     if let Some(id) = pick(&unfinished, which.wrapping_add(i)) {
                         self.wake_task(id);
                     }
+                }
+            }
+            Op::CancelTask { which } => {
+                let unfinished: Vec<u64> = self
+                    .tasks
+                    .iter()
+                    .filter(|(_, t)| !t.done)
+                    .map(|(id, _)| *id)
+                    .collect();
+                let Some(id) = pick(&unfinished, *which) else {
+                    return;
+                };
+                let t = self.tasks.get_mut(&id).expect("a task of the program");
+                t.handle.cancel();
+                if t.running {
+                    t.cancel_pending = true;
+                } else {
+                    t.done = true;
+                    t.waker = None;
                 }
             }
             Op::RunNowait | Op::RunOnce => {
@@ -947,7 +973,7 @@ impl World {
     }
 
     /// An entry of the deque that a pass skips: a cancelled `call_soon`, or the step of a
-    /// task that finished after it was queued (it woke itself in its last step).
+    /// task that finished after it was queued (cancelled, or woken in its last step).
     fn skipped(&self, id: u64) -> bool {
         self.onces.get(&id).is_some_and(|o| o.cancelled)
             || self.tasks.get(&id).is_some_and(|t| t.done)
@@ -1018,11 +1044,13 @@ impl World {
         }
         let t = self.tasks.get_mut(&id).expect("checked");
         t.running = false;
-        if t.steps_left == 0 {
+        let finished = t.steps_left == 0;
+        if finished || t.cancel_pending {
+            // Finished, or cancelled by its own step: the loop ends it when the poll returns.
             t.done = true;
             t.waker = None;
         }
-        t.done
+        finished
     }
 
     /// Phase 0: `id` must be the next entry of the snapshot that is not skipped (FIFO, and
