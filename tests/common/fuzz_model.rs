@@ -933,6 +933,11 @@ impl World {
                 } else {
                     t.done = true;
                     t.waker = None;
+                    // Woken by an I/O callback and cancelled by the step of a task that
+                    // callback woke before it: its entry at the deque's front is skipped.
+                    if let Some(pass) = self.pass.as_mut() {
+                        pass.behind.retain(|&b| b != id);
+                    }
                 }
             }
             Op::RunNowait | Op::RunOnce => {
