@@ -47,6 +47,10 @@ per_backend! {
                 "{backend}, seed {seed}: the program exercised too little of the tasks: \
                  {outcome:?}"
             );
+            assert!(
+                outcome.remote_runs > 0,
+                "{backend}, seed {seed}: nothing sent from another thread ran: {outcome:?}"
+            );
             eprintln!("{backend}, seed {seed}: {outcome:?}");
         }
     }

@@ -41,7 +41,15 @@
 //!   (`docs/03-one-iteration.md`). Woken anywhere else (a `call_soon`, a timer, another
 //!   task, the driver between passes, or itself during its own step) its step goes to the
 //!   back of the deque; a task spawned anywhere, an I/O callback included, too. A wake-up
-//!   of a task whose step is queued queues nothing, and a task never steps unless woken.
+//!   of a task whose step is queued queues nothing, and a task never steps unless woken; a
+//!   finished task's waker, kept and woken, runs nothing (not the task that took its slot).
+//! - **The cross-thread queue: in the next pass, in order.** What is sent through the
+//!   loop's `Remote` before a pass (`call_soon_threadsafe` from this thread or another,
+//!   a task woken from another thread; the other threads are joined before the next op, so
+//!   the order is known) runs in that pass's I/O phase, step 4 having taken the queue when
+//!   the waker's event came, in the order it was sent. A task woken from another thread gets
+//!   a step only if it has none queued then; one cancelled before its turn is skipped. What
+//!   is sent during a pass waits for the next.
 //! - **I/O: a multiset.** The order in which the selector reports fds is not specified, so
 //!   an I/O callback is only checked for membership: it must be in `E`, not yet run in this
 //!   pass, and its watcher must still be registered (not removed, not replaced — removal
@@ -92,7 +100,8 @@
 //! with 0–3 ms, cancellation of both; tasks (at most [`MAX_TASKS`] unfinished) that finish
 //! after one to six steps, each step applying one operation, wake-ups of one to three of
 //! them at once through the wakers of their last steps, and `Task::cancel` (from outside the
-//! task or from its own step); all of these also from inside callbacks and task steps (one
+//! task or from its own step); wake-ups of finished tasks; `call_soon_threadsafe` and task
+//! wake-ups from other threads; all of these also from inside callbacks and task steps (one
 //! nested operation each, at most two deep), so that removal of a queued watcher, adds
 //! during a pass, reuse of a number inside a callback, and tasks woken by readers and
 //! writers are exercised.
@@ -103,8 +112,8 @@
 //! Not modelled: closing a watched fd behind the loop's back and other documented misuse
 //! (its behaviour differs per backend on purpose), writers that fill their send buffer
 //! (a Unix socket's writability depends on kernel buffer accounting the model cannot
-//! predict), pipes and TCP, `call_at` with past deadlines, `run_forever`/`stop`, remote
-//! (threadsafe) callbacks and wake-ups from other threads, tasks awaited by others,
+//! predict), pipes and TCP, `call_at` with past deadlines, `run_forever`/`stop`, threads
+//! that send while the loop runs (the ones here are joined first), tasks awaited by others,
 //! panicking callbacks and tasks, and *when* a timer fires.
 //!
 //! # Fd numbers
@@ -230,6 +239,17 @@ pub enum Op {
     /// `Task::cancel` on an unfinished task: done at once (its queued step, if any, is
     /// skipped), or, from inside its own step, when that step returns.
     CancelTask { which: u8 },
+    /// Wake a finished task through the waker of its last step: nothing may run (the waker
+    /// must not name a task that took its slot since).
+    WakeFinished { which: u8 },
+    /// `call_soon_threadsafe` through the loop's `Remote`, from this thread or from another
+    /// one (joined before the next op); the callback applies `then`.
+    Post {
+        from_thread: bool,
+        then: Option<Box<Op>>,
+    },
+    /// Wake an unfinished task from another thread (joined before the next op).
+    WakeFromThread { which: u8 },
     /// One iteration with `run_nowait`.
     RunNowait,
     /// One iteration with `run_once` if something is surely due, else `run_nowait`.
@@ -251,7 +271,7 @@ fn nested(rng: &mut Rng, depth: u32) -> Option<Box<Op>> {
 }
 
 fn gen_op(rng: &mut Rng, depth: u32) -> Op {
-    let r = rng.below(110);
+    let r = rng.below(116);
     match r {
         0..=16 => Op::RunNowait,
         17..=18 => Op::RunOnce,
@@ -302,7 +322,13 @@ fn gen_op(rng: &mut Rng, depth: u32) -> Op {
             which: rng.sel(),
             n: 1 + rng.below(3) as u8,
         },
-        _ => Op::CancelTask { which: rng.sel() },
+        108..=109 => Op::CancelTask { which: rng.sel() },
+        110..=111 => Op::WakeFinished { which: rng.sel() },
+        112..=113 => Op::Post {
+            from_thread: rng.below(2) == 0,
+            then: nested(rng, depth),
+        },
+        _ => Op::WakeFromThread { which: rng.sel() },
     }
 }
 
@@ -417,6 +443,8 @@ enum OnceHandle {
 }
 
 struct OnceM {
+    /// Posted through the `Remote` (not cancellable; runs in the I/O phase).
+    remote: bool,
     handle: Option<OnceHandle>,
     then: Option<Op>,
     cancelled: bool,
@@ -425,12 +453,27 @@ struct OnceM {
     key: Option<(Instant, u64)>,
 }
 
+/// An item of the loop's cross-thread queue.
+#[derive(Clone, Copy, Debug)]
+enum RemoteM {
+    /// A `call_soon_threadsafe` callback.
+    Call(u64),
+    /// A task woken from another thread.
+    Wake(u64),
+}
+
+thread_local! {
+    /// The world of the run on this thread: how a `call_soon_threadsafe` callback, which must
+    /// be `Send`, finds it (it holds only its id).
+    static WORLD: RefCell<Weak<RefCell<World>>> = const { RefCell::new(Weak::new()) };
+}
+
 /// A task of the program, seen from the model.
 struct TaskM {
     /// Steps still to run; the step that takes this to 0 finishes the task.
     steps_left: u8,
     then: Option<Op>,
-    /// The waker of its last step (`None` before its first).
+    /// The waker of its last step (`None` before its first; kept after the task finished).
     waker: Option<Waker>,
     /// A step is due: spawned or woken since its last step began.
     queued: bool,
@@ -483,6 +526,11 @@ struct Pass {
     behind: VecDeque<u64>,
     /// How many tasks I/O callbacks woke in this pass (entries the pass adds to its own).
     woken_by_io: u64,
+    /// The entries the cross-thread queue brings into this pass (step 4, when the waker's
+    /// event is handled): callbacks, and the steps of the tasks woken from other threads that
+    /// had none queued. They run in the I/O phase, in this order.
+    remote: Vec<u64>,
+    remote_at: usize,
     phase: u8,
     runs: u64,
     before: evloop::Stats,
@@ -521,6 +569,8 @@ struct World {
     tasks: BTreeMap<u64, TaskM>,
     /// An I/O callback of the program is running (a task it wakes must run right after it).
     in_io: bool,
+    /// What was sent through the `Remote` and not yet taken by a pass, in order.
+    remote: Vec<RemoteM>,
     /// Live timers: not cancelled, not yet moved to the deque.
     timers: BTreeMap<(Instant, u64), u64>,
     /// Cancellable callbacks: not run, not cancelled.
@@ -534,6 +584,7 @@ struct World {
     task_steps: u64,
     behind_io: u64,
     behind_io_later: u64,
+    remote_runs: u64,
     scratch: Vec<u8>,
 }
 
@@ -825,6 +876,7 @@ impl World {
                 self.onces.insert(
                     id,
                     OnceM {
+                        remote: false,
                         handle: Some(OnceHandle::Soon(handle)),
                         then: then.as_deref().cloned(),
                         cancelled: false,
@@ -850,6 +902,7 @@ impl World {
                 self.onces.insert(
                     id,
                     OnceM {
+                        remote: false,
                         handle: Some(OnceHandle::Timer(handle)),
                         then: then.as_deref().cloned(),
                         cancelled: false,
@@ -932,13 +985,79 @@ impl World {
                     t.cancel_pending = true;
                 } else {
                     t.done = true;
-                    t.waker = None;
                     // Woken by an I/O callback and cancelled by the step of a task that
                     // callback woke before it: its entry at the deque's front is skipped.
                     if let Some(pass) = self.pass.as_mut() {
                         pass.behind.retain(|&b| b != id);
                     }
                 }
+            }
+            Op::WakeFinished { which } => {
+                let finished: Vec<u64> = self
+                    .tasks
+                    .iter()
+                    .filter(|(_, t)| t.done && t.waker.is_some())
+                    .map(|(id, _)| *id)
+                    .collect();
+                if let Some(id) = pick(&finished, *which) {
+                    // The model expects nothing: a step it did not queue fails the run.
+                    self.tasks[&id]
+                        .waker
+                        .as_ref()
+                        .expect("picked")
+                        .wake_by_ref();
+                }
+            }
+            Op::Post { from_thread, then } => {
+                let id = self.id();
+                let remote = lp.remote();
+                let callback = move |lp: &EventLoop| {
+                    if let Some(world) = WORLD.with(|w| w.borrow().upgrade()) {
+                        world.borrow_mut().on_once(lp, id);
+                    }
+                };
+                let sent = if *from_thread {
+                    std::thread::scope(|s| {
+                        s.spawn(|| remote.call_soon_threadsafe(callback))
+                            .join()
+                            .expect("the posting thread does not panic")
+                    })
+                } else {
+                    remote.call_soon_threadsafe(callback)
+                };
+                if let Err(e) = sent {
+                    return self.fail("post refused", format!("call_soon_threadsafe: {e}"));
+                }
+                self.onces.insert(
+                    id,
+                    OnceM {
+                        remote: true,
+                        handle: None,
+                        then: then.as_deref().cloned(),
+                        cancelled: false,
+                        ran: false,
+                        key: None,
+                    },
+                );
+                self.remote.push(RemoteM::Call(id));
+            }
+            Op::WakeFromThread { which } => {
+                let unfinished: Vec<u64> = self
+                    .tasks
+                    .iter()
+                    .filter(|(_, t)| !t.done && t.waker.is_some())
+                    .map(|(id, _)| *id)
+                    .collect();
+                let Some(id) = pick(&unfinished, *which) else {
+                    return;
+                };
+                let waker = self.tasks[&id].waker.clone().expect("picked");
+                std::thread::scope(|s| {
+                    s.spawn(move || waker.wake())
+                        .join()
+                        .expect("the waking thread does not panic");
+                });
+                self.remote.push(RemoteM::Wake(id));
             }
             Op::RunNowait | Op::RunOnce => {
                 self.fail("driver", "run_* cannot be applied inside a callback".into());
@@ -1028,6 +1147,14 @@ impl World {
         if pass.behind.front() == Some(&id) {
             pass.behind.pop_front();
             self.behind_io += 1;
+        } else if pass.remote[pass.remote_at..].contains(&id) {
+            // Woken from another thread before the pass began.
+            if !self.check_behind(&what)
+                || !self.enter_phase(1, &what)
+                || !self.next_of_remote(id, &what)
+            {
+                return false;
+            }
         } else {
             if !self.check_behind(&what) || !self.enter_phase(0, &what) {
                 return false;
@@ -1053,9 +1180,42 @@ impl World {
         if finished || t.cancel_pending {
             // Finished, or cancelled by its own step: the loop ends it when the poll returns.
             t.done = true;
-            t.waker = None;
         }
         finished
+    }
+
+    /// Moves past the entries of the cross-thread queue the pass skips: the steps of tasks
+    /// cancelled since (by an I/O callback that ran before them).
+    fn skip_remote(&mut self) {
+        let pass = self.pass.as_ref().expect("in a pass");
+        let mut at = pass.remote_at;
+        while at < pass.remote.len() && self.skipped(pass.remote[at]) {
+            at += 1;
+        }
+        self.pass.as_mut().expect("in a pass").remote_at = at;
+    }
+
+    /// Phase 1: `id` must be the next entry the cross-thread queue brought (FIFO, skipped
+    /// ones aside); moves past it. Returns whether it was.
+    fn next_of_remote(&mut self, id: u64, what: &str) -> bool {
+        self.skip_remote();
+        let pass = self.pass.as_mut().expect("in a pass");
+        if pass.remote.get(pass.remote_at) == Some(&id) {
+            pass.remote_at += 1;
+            self.remote_runs += 1;
+            return true;
+        }
+        let expected = pass.remote.get(pass.remote_at).copied();
+        let why = if pass.remote.contains(&id) {
+            "out of the order it was sent in"
+        } else {
+            "in the pass during which it was sent"
+        };
+        self.fail(
+            "remote order",
+            format!("{what} ran {why}; the model expected {expected:?}"),
+        );
+        false
     }
 
     /// Phase 0: `id` must be the next entry of the snapshot that is not skipped (FIFO, and
@@ -1143,10 +1303,30 @@ impl World {
         let timers: Vec<((Instant, u64), u64)> =
             self.timers.iter().map(|(k, v)| (*k, *v)).collect();
         let soon = std::mem::take(&mut self.deque);
+        // Anything sent through the `Remote` wrote the loop's waker: this pass's wait returns
+        // at once, and step 4 takes the queue. A task woken from another thread gets a step
+        // only if it has none queued and is not finished, decided then, when no user code
+        // has run since now.
+        let sent = std::mem::take(&mut self.remote);
+        let posted = !sent.is_empty();
+        let mut remote = Vec::new();
+        for item in sent {
+            match item {
+                RemoteM::Call(id) => remote.push(id),
+                RemoteM::Wake(id) => {
+                    let t = self.tasks.get_mut(&id).expect("a task of the program");
+                    if !t.done && !t.queued {
+                        t.queued = true;
+                        remote.push(id);
+                    }
+                }
+            }
+        }
         let now = Instant::now();
         let once = want_once
             && (!soon.is_empty()
                 || !io.is_empty()
+                || posted
                 || timers.first().is_some_and(|t| t.0 .0 <= now));
         self.pass = Some(Pass {
             soon,
@@ -1155,6 +1335,8 @@ impl World {
             timers,
             behind: VecDeque::new(),
             woken_by_io: 0,
+            remote,
+            remote_at: 0,
             phase: 0,
             runs: 0,
             before: lp.stats(),
@@ -1185,7 +1367,19 @@ impl World {
 
     /// Ends the I/O phase: every watcher of `E` must have run or been removed.
     fn close_io_phase(&mut self) {
+        self.skip_remote();
         let pass = self.pass.as_mut().expect("in a pass");
+        if pass.remote_at < pass.remote.len() {
+            let lost = pass.remote[pass.remote_at..].to_vec();
+            pass.remote_at = pass.remote.len();
+            return self.fail(
+                "lost remote",
+                format!(
+                    "threadsafe callback(s) or task step(s) woken from another thread {lost:?} \
+                     were sent before the pass and did not run in its I/O phase"
+                ),
+            );
+        }
         let mut lost = Vec::new();
         for (id, exp) in &pass.io {
             if !exp.ran && self.watchers[id].live {
@@ -1317,7 +1511,9 @@ impl World {
         pass.runs += 1;
         let once = &self.onces[&id];
         let key = once.key;
+        let remote = once.remote;
         let what = match key {
+            None if remote => format!("threadsafe callback {id}"),
             None => format!("call_soon callback {id}"),
             Some(_) => format!("timer {id}"),
         };
@@ -1334,6 +1530,11 @@ impl World {
             return;
         }
         match key {
+            None if remote => {
+                if !self.enter_phase(1, &what) || !self.next_of_remote(id, &what) {
+                    return;
+                }
+            }
             None => {
                 if !self.enter_phase(0, &what) || !self.next_of_snapshot(id, &what) {
                     return;
@@ -1414,17 +1615,19 @@ impl World {
                 ),
             );
         }
-        let queued = (pass.soon.len() + pass.io.len() + fired) as u64 + pass.woken_by_io;
+        let queued =
+            (pass.soon.len() + pass.io.len() + fired + pass.remote.len()) as u64 + pass.woken_by_io;
         if run + skipped != queued {
             self.fail(
                 "stats",
                 format!(
                     "{run} callback(s) ran and {skipped} were skipped, but the pass should have \
                      queued {queued}: {} call_soon or task step, {} I/O, {fired} timer(s), {} \
-                     task step(s) woken by I/O",
+                     task step(s) woken by I/O, {} from the cross-thread queue",
                     pass.soon.len(),
                     pass.io.len(),
-                    pass.woken_by_io
+                    pass.woken_by_io,
+                    pass.remote.len()
                 ),
             );
         }
@@ -1484,6 +1687,8 @@ pub struct Outcome {
     /// Of those, the steps of the second and later tasks one I/O callback woke (the ones the
     /// loop puts at the front of its deque; the first waits beside it).
     pub behind_io_later: u64,
+    /// Threadsafe callbacks, and steps of tasks woken from other threads, that ran.
+    pub remote_runs: u64,
 }
 
 /// Runs the ops of `program` whose indices are in `selection` (increasing), on
@@ -1548,6 +1753,7 @@ fn drive(
             pending: Vec::new(),
             tasks: BTreeMap::new(),
             in_io: false,
+            remote: Vec::new(),
             next_id: 0,
             next_seq: 0,
             pass: None,
@@ -1557,9 +1763,11 @@ fn drive(
             task_steps: 0,
             behind_io: 0,
             behind_io_later: 0,
+            remote_runs: 0,
             scratch: vec![0; MAX_READ],
         })
     });
+    WORLD.with(|w| *w.borrow_mut() = Rc::downgrade(&world));
     let mut outcome = Outcome::default();
     let mut failure = None;
     for &index in selection {
@@ -1596,6 +1804,7 @@ fn drive(
         outcome.task_steps = w.task_steps;
         outcome.behind_io = w.behind_io;
         outcome.behind_io_later = w.behind_io_later;
+        outcome.remote_runs = w.remote_runs;
     }
     // Tear down: the loop first (it holds the callbacks), then the fds, then the range.
     drop(lp);
