@@ -1,0 +1,462 @@
+//! Random concurrent programs over connected streams, on every backend: every byte arrives,
+//! once, in order, whatever the mix of reads, writes, cancelled reads and writes, yields and
+//! sleeps, and nothing hangs.
+//!
+//! Each run connects three pairs of streams: a Unix socket pair shared by a reader task and a
+//! writer task at each end (one `Rc` each), a TCP loopback connection used the same way, and a
+//! Unix pair split into owned halves. Each of the six directions gets a writer task and a
+//! reader task with a program of its own, drawn from the seed:
+//!
+//! - the writer's ops: `write` (one call, which may write part of the buffer), `write_all`, a
+//!   `write` raced against `timeout(0)` (if the timeout wins, the cancelled write must have
+//!   written nothing), a yield, a short sleep; then it shuts down its direction;
+//! - the reader's ops: `read` into buffers of random sizes, a `read` raced against
+//!   `timeout(0)` (a cancelled read must have consumed nothing), a yield, a short sleep; then it
+//!   reads until end of file.
+//!
+//! Writes of up to 300 KB fill the sockets' buffers, so writers wait for writability while
+//! readers wait for data, on the same socket at once, and the `Async` readiness flags
+//! (`docs/12-sockets.md`: a read or write is tried only when readiness was reported since the
+//! last `WouldBlock`, and a short read counts as drained) are exercised from both sides.
+//!
+//! Checked: every byte a reader gets is the one at its offset in its direction (a pattern
+//! computed from the offset: a lost, repeated or reordered byte shows), end of file comes
+//! exactly after the last byte written, and the whole run ends (a lost wake-up would leave a
+//! task waiting forever: after [`HANG`] the test fails with each task's progress). At the end
+//! no fd is still watched.
+//!
+//! `cargo test --test stream_fuzz` runs [`SEEDS`] per backend; `cargo test --release --test
+//! stream_fuzz -- --ignored` runs [`SEEDS_LONG`] more. A failure names the backend and the
+//! seed; `EVLOOP_STREAM_FUZZ_SEED=<seed> cargo test --test stream_fuzz -- <backend>::` runs
+//! that seed alone.
+
+mod common;
+
+use std::cell::RefCell;
+use std::fmt;
+use std::io;
+use std::net::Shutdown;
+use std::rc::Rc;
+use std::time::Duration;
+
+use common::fuzz_model::Rng;
+use common::*;
+use evloop::net::{OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UnixStream};
+
+/// The seeds every backend runs in `cargo test`.
+const SEEDS: [u64; 2] = [1, 2];
+
+/// How many more seeds the long (ignored) test runs per backend.
+const SEEDS_LONG: u64 = 40;
+
+/// Ops per task program.
+const OPS: usize = 150;
+
+/// How long a run may take before it is declared hung (the loop's own watchdog, a panic, comes
+/// at 20 s; this one says where each task was).
+const HANG: Duration = Duration::from_secs(15);
+
+/// Write sizes: mostly small, so that readers catch up and wait; now and then large enough
+/// to fill a socket's buffer, so that writers wait.
+const WRITE_SIZES: [usize; 10] = [1, 7, 100, 100, 1000, 1000, 4096, 4096, 65_536, 300_000];
+const READ_SIZES: [usize; 6] = [1, 13, 512, 4096, 65_536, 200_000];
+
+/// The byte at `offset` of direction `dir`.
+fn pattern(dir: u64, offset: u64) -> u8 {
+    (offset.wrapping_mul(131) ^ (offset >> 9) ^ dir.wrapping_mul(0x9E37)) as u8
+}
+
+#[derive(Clone, Copy, Debug)]
+enum WriteOp {
+    Write(usize),
+    WriteAll(usize),
+    /// `write` raced against `timeout(0)`.
+    TryWrite(usize),
+    Yield,
+    SleepUs(u64),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ReadOp {
+    Read(usize),
+    /// `read` raced against `timeout(0)`.
+    TryRead(usize),
+    Yield,
+    SleepUs(u64),
+}
+
+fn write_program(rng: &mut Rng) -> Vec<WriteOp> {
+    (0..OPS)
+        .map(|_| {
+            let len = WRITE_SIZES[rng.below(WRITE_SIZES.len() as u64) as usize];
+            match rng.below(20) {
+                0..=6 => WriteOp::Write(len),
+                7..=10 => WriteOp::WriteAll(len),
+                11..=13 => WriteOp::TryWrite(len),
+                14..=18 => WriteOp::Yield,
+                _ => WriteOp::SleepUs(rng.below(300)),
+            }
+        })
+        .collect()
+}
+
+fn read_program(rng: &mut Rng) -> Vec<ReadOp> {
+    (0..OPS)
+        .map(|_| {
+            let len = READ_SIZES[rng.below(READ_SIZES.len() as u64) as usize];
+            match rng.below(20) {
+                0..=9 => ReadOp::Read(len),
+                10..=14 => ReadOp::TryRead(len),
+                15..=18 => ReadOp::Yield,
+                _ => ReadOp::SleepUs(rng.below(300)),
+            }
+        })
+        .collect()
+}
+
+/// The reading side of one direction.
+enum Reader {
+    Unix(Rc<UnixStream>),
+    Tcp(Rc<TcpStream>),
+    Half(OwnedReadHalf<UnixStream>),
+}
+
+impl Reader {
+    async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Reader::Unix(s) => s.read(buf).await,
+            Reader::Tcp(s) => s.read(buf).await,
+            Reader::Half(h) => h.read(buf).await,
+        }
+    }
+}
+
+/// The writing side of one direction.
+enum Writer {
+    Unix(Rc<UnixStream>),
+    Tcp(Rc<TcpStream>),
+    Half(OwnedWriteHalf<UnixStream>),
+}
+
+impl Writer {
+    async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Writer::Unix(s) => s.write(buf).await,
+            Writer::Tcp(s) => s.write(buf).await,
+            Writer::Half(h) => h.write(buf).await,
+        }
+    }
+
+    async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Writer::Unix(s) => s.write_all(buf).await,
+            Writer::Tcp(s) => s.write_all(buf).await,
+            Writer::Half(h) => h.write_all(buf).await,
+        }
+    }
+
+    fn shutdown(&self) -> io::Result<()> {
+        match self {
+            Writer::Unix(s) => s.shutdown(Shutdown::Write),
+            Writer::Tcp(s) => s.shutdown(Shutdown::Write),
+            Writer::Half(h) => h.shutdown(),
+        }
+    }
+}
+
+/// Where one direction stands: what the hang report prints.
+#[derive(Default)]
+struct Progress {
+    written: u64,
+    shut: bool,
+    read: u64,
+    eof: bool,
+    writer_op: String,
+    reader_op: String,
+}
+
+impl fmt::Display for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "written {} (shut down: {}), read {} (eof: {}); writer at {}, reader at {}",
+            self.written, self.shut, self.read, self.eof, self.writer_op, self.reader_op
+        )
+    }
+}
+
+type Shared = Rc<RefCell<Progress>>;
+
+async fn writer(dir: u64, w: Writer, ops: Vec<WriteOp>, p: Shared) -> Result<(), String> {
+    let mut buf = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        p.borrow_mut().writer_op = format!("op {i}: {op:?}");
+        let at = p.borrow().written;
+        let mut fill = |len: usize| {
+            buf.clear();
+            buf.extend((0..len as u64).map(|k| pattern(dir, at + k)));
+        };
+        let wrote = match *op {
+            WriteOp::Write(len) => {
+                fill(len);
+                w.write(&buf).await.map_err(|e| format!("write: {e}"))?
+            }
+            WriteOp::WriteAll(len) => {
+                fill(len);
+                w.write_all(&buf)
+                    .await
+                    .map_err(|e| format!("write_all: {e}"))?;
+                len
+            }
+            WriteOp::TryWrite(len) => {
+                fill(len);
+                match evloop::timeout(Duration::ZERO, w.write(&buf)).await {
+                    Ok(r) => r.map_err(|e| format!("write raced by a timeout: {e}"))?,
+                    Err(_) => 0, // cancelled: it must have written nothing
+                }
+            }
+            WriteOp::Yield => {
+                evloop::yield_now().await;
+                0
+            }
+            WriteOp::SleepUs(us) => {
+                evloop::sleep(Duration::from_micros(us)).await;
+                0
+            }
+        };
+        p.borrow_mut().written += wrote as u64;
+    }
+    p.borrow_mut().writer_op = "shutdown".into();
+    w.shutdown().map_err(|e| format!("shutdown: {e}"))?;
+    p.borrow_mut().shut = true;
+    p.borrow_mut().writer_op = "done".into();
+    Ok(())
+}
+
+/// Checks `got`, read at `at`, against the pattern.
+fn check(dir: u64, at: u64, got: &[u8]) -> Result<(), String> {
+    match got
+        .iter()
+        .enumerate()
+        .find(|(k, b)| **b != pattern(dir, at + *k as u64))
+    {
+        None => Ok(()),
+        Some((k, b)) => Err(format!(
+            "byte {} of the stream is {b:#04x}, the writer wrote {:#04x} there (a lost, \
+             repeated or reordered byte)",
+            at + k as u64,
+            pattern(dir, at + k as u64)
+        )),
+    }
+}
+
+async fn reader(dir: u64, r: Reader, ops: Vec<ReadOp>, p: Shared) -> Result<(), String> {
+    let mut buf = vec![0u8; *READ_SIZES.iter().max().expect("sizes")];
+    let on_read = |got: usize, buf: &[u8]| -> Result<(), String> {
+        let mut p = p.borrow_mut();
+        if got == 0 {
+            if !p.shut || p.read != p.written {
+                return Err(format!(
+                    "end of file after {} bytes, but {} were written (shut down: {})",
+                    p.read, p.written, p.shut
+                ));
+            }
+            p.eof = true;
+            return Ok(());
+        }
+        // (No comparison with `written` here: a `write_all` in progress has written part of
+        // its buffer and counted none of it yet. The pattern and end of file settle it.)
+        check(dir, p.read, &buf[..got])?;
+        p.read += got as u64;
+        Ok(())
+    };
+    for (i, op) in ops.iter().enumerate() {
+        if p.borrow().eof {
+            break;
+        }
+        p.borrow_mut().reader_op = format!("op {i}: {op:?}");
+        match *op {
+            ReadOp::Read(len) => {
+                let got = r
+                    .read(&mut buf[..len])
+                    .await
+                    .map_err(|e| format!("read: {e}"))?;
+                on_read(got, &buf)?;
+            }
+            ReadOp::TryRead(len) => {
+                // Cancelled when the timeout wins: it must have consumed nothing.
+                if let Ok(got) = evloop::timeout(Duration::ZERO, r.read(&mut buf[..len])).await {
+                    let got = got.map_err(|e| format!("read raced by a timeout: {e}"))?;
+                    on_read(got, &buf)?;
+                }
+            }
+            ReadOp::Yield => evloop::yield_now().await,
+            ReadOp::SleepUs(us) => evloop::sleep(Duration::from_micros(us)).await,
+        }
+    }
+    p.borrow_mut().reader_op = "reading to the end".into();
+    while !p.borrow().eof {
+        let got = r
+            .read(&mut buf[..65_536])
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        on_read(got, &buf)?;
+    }
+    p.borrow_mut().reader_op = "done".into();
+    Ok(())
+}
+
+/// What a run's tasks report: each direction's progress, and the errors.
+#[derive(Default)]
+struct Report {
+    progress: RefCell<Vec<(&'static str, Shared)>>,
+    errors: RefCell<Vec<String>>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.errors.borrow().join("; "))?;
+        for (name, p) in self.progress.borrow().iter() {
+            write!(f, "\n  {name}: {}", p.borrow())?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `task`; if it fails, records the error and stops the loop at once (the tasks on the
+/// other side would wait forever for it).
+async fn fail_fast(
+    name: &'static str,
+    report: Rc<Report>,
+    task: impl std::future::Future<Output = Result<(), String>>,
+) {
+    if let Err(e) = task.await {
+        report.errors.borrow_mut().push(format!("{name}: {e}"));
+        evloop::current().stop();
+    }
+}
+
+/// One run: three pairs, six directions, twelve tasks.
+fn run(backend: Backend, seed: u64) {
+    let lp = new_loop(backend);
+    let report = Rc::new(Report::default());
+    let shared = report.clone();
+    let outcome = lp.run_until_complete(async move {
+        let report = shared;
+        let mut rng = Rng::new(seed);
+        let (u1, u2) = UnixStream::pair().expect("socketpair");
+        let listener = TcpListener::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (t1, accepted) = evloop::join!(TcpStream::connect(addr), listener.accept()).await;
+        let (t2, _) = accepted.expect("accept");
+        let t1 = t1.expect("connect");
+        let (h1, h2) = UnixStream::pair().expect("socketpair");
+        let (h1r, h1w) = h1.into_split();
+        let (h2r, h2w) = h2.into_split();
+        let (u1, u2, t1, t2) = (Rc::new(u1), Rc::new(u2), Rc::new(t1), Rc::new(t2));
+        let directions: Vec<(&'static str, Writer, Reader)> = vec![
+            (
+                "unix a->b",
+                Writer::Unix(u1.clone()),
+                Reader::Unix(u2.clone()),
+            ),
+            ("unix b->a", Writer::Unix(u2), Reader::Unix(u1)),
+            ("tcp a->b", Writer::Tcp(t1.clone()), Reader::Tcp(t2.clone())),
+            ("tcp b->a", Writer::Tcp(t2), Reader::Tcp(t1)),
+            ("halves a->b", Writer::Half(h1w), Reader::Half(h2r)),
+            ("halves b->a", Writer::Half(h2w), Reader::Half(h1r)),
+        ];
+        let mut tasks = Vec::new();
+        for (dir, (name, w, r)) in directions.into_iter().enumerate() {
+            let p: Shared = Rc::default();
+            let dir = dir as u64 + seed * 8;
+            let (wops, rops) = (write_program(&mut rng), read_program(&mut rng));
+            let (wr, rr) = (report.clone(), report.clone());
+            tasks.push(evloop::spawn(fail_fast(
+                name,
+                wr,
+                writer(dir, w, wops, p.clone()),
+            )));
+            tasks.push(evloop::spawn(fail_fast(
+                name,
+                rr,
+                reader(dir, r, rops, p.clone()),
+            )));
+            report.progress.borrow_mut().push((name, p));
+        }
+        let all = async {
+            for task in tasks {
+                if let Err(e) = task.await {
+                    report
+                        .errors
+                        .borrow_mut()
+                        .push(format!("a task failed: {e}"));
+                }
+            }
+        };
+        if evloop::timeout(HANG, all).await.is_err() {
+            report
+                .errors
+                .borrow_mut()
+                .push(format!("not done after {HANG:?} (a lost wake-up?)"));
+        }
+    });
+    if outcome.is_err() || !report.errors.borrow().is_empty() {
+        panic!(
+            "stream fuzz: backend {backend}, seed {seed}: {report} (the run: {outcome:?})\n  \
+             replay: EVLOOP_STREAM_FUZZ_SEED={seed} cargo test --test stream_fuzz -- {}::",
+            backend.to_string().replace('-', "_")
+        );
+    }
+    let bytes: u64 = report
+        .progress
+        .borrow()
+        .iter()
+        .map(|(_, p)| p.borrow().read)
+        .sum();
+    let st = lp.stats();
+    eprintln!(
+        "{backend}, seed {seed}: {bytes} bytes delivered in {} iterations ({} reads and {} \
+         writes answered WouldBlock)",
+        st.iterations, st.reads_would_block, st.writes_would_block
+    );
+    drop(report);
+    assert_eq!(
+        lp.stats().fds,
+        0,
+        "{backend}, seed {seed}: every fd is unwatched at the end"
+    );
+}
+
+/// The seed given by `EVLOOP_STREAM_FUZZ_SEED`, if any.
+fn replay_seed() -> Option<u64> {
+    let seed = std::env::var("EVLOOP_STREAM_FUZZ_SEED").ok()?;
+    Some(
+        seed.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("EVLOOP_STREAM_FUZZ_SEED={seed:?} is not a u64")),
+    )
+}
+
+per_backend! {
+    fn random_stream_programs_deliver_every_byte_once_in_order(backend: Backend) {
+        if let Some(seed) = replay_seed() {
+            return run(backend, seed);
+        }
+        for seed in SEEDS {
+            run(backend, seed);
+        }
+    }
+}
+
+/// [`SEEDS_LONG`] more seeds per backend (release build recommended):
+/// `cargo test --release --test stream_fuzz -- --ignored --nocapture`.
+#[test]
+#[ignore = "long: many seeds per backend; run with --release"]
+fn many_seeds_per_backend() {
+    for backend in Backend::available() {
+        for seed in 100..100 + SEEDS_LONG {
+            run(backend, seed);
+        }
+    }
+}
