@@ -2,17 +2,23 @@
 //! once, in order, whatever the mix of reads, writes, cancelled reads and writes, yields and
 //! sleeps, and nothing hangs.
 //!
-//! Each run connects three pairs of streams: a Unix socket pair shared by a reader task and a
-//! writer task at each end (one `Rc` each), a TCP loopback connection used the same way, and a
-//! Unix pair split into owned halves. Each of the six directions gets a writer task and a
-//! reader task with a program of its own, drawn from the seed:
+//! Each run connects four pairs of streams: a Unix socket pair shared by a reader task and a
+//! writer task at each end (one `Rc` each), a TCP loopback connection used the same way, a
+//! Unix pair split into owned halves, and a Unix pair through the buffered streams of `split`
+//! (asyncio's `StreamReader` and `StreamWriter`). Each of the eight directions gets a writer
+//! task and a reader task with a program of its own, drawn from the seed:
 //!
 //! - the writer's ops: `write` (one call, which may write part of the buffer), `write_all`, a
 //!   `write` raced against `timeout(0)` (if the timeout wins, the cancelled write must have
 //!   written nothing), a yield, a short sleep; then it shuts down its direction;
 //! - the reader's ops: `read` into buffers of random sizes, a `read` raced against
 //!   `timeout(0)` (a cancelled read must have consumed nothing), a yield, a short sleep; then it
-//!   reads until end of file.
+//!   reads until end of file;
+//! - on the buffered streams: `write` (buffered), `write_all` and `drain`, the first raced
+//!   against `timeout(0)` now and then; `read(n)`, `read_line`, `read_until` of a random byte
+//!   and `read_exact`, each raced now and then, with the errors that by contract consume
+//!   nothing (end of stream before the delimiter or the count, a line over the limit); then
+//!   `read_to_end`.
 //!
 //! Writes of up to 300 KB fill the sockets' buffers, so writers wait for writability while
 //! readers wait for data, on the same socket at once, and the `Async` readiness flags
@@ -21,9 +27,10 @@
 //!
 //! Checked: every byte a reader gets is the one at its offset in its direction (a pattern
 //! computed from the offset: a lost, repeated or reordered byte shows), end of file comes
-//! exactly after the last byte written, and the whole run ends (a lost wake-up would leave a
-//! task waiting forever: after [`HANG`] the test fails with each task's progress). At the end
-//! no fd is still watched.
+//! exactly after the last byte written, each buffered read returns what its kind can (a line
+//! ends with its newline unless it is the stream's last, and so on), some reads and writes
+//! were cancelled, and the whole run ends (a lost wake-up would leave a task waiting forever:
+//! after [`HANG`] the test fails with each task's progress). At the end no fd is watched.
 //!
 //! `cargo test --test stream_fuzz` runs [`SEEDS`] per backend; `cargo test --release --test
 //! stream_fuzz -- --ignored` runs [`SEEDS_LONG`] more. A failure names the backend and the
@@ -41,7 +48,10 @@ use std::time::Duration;
 
 use common::fuzz_model::Rng;
 use common::*;
-use evloop::net::{OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UnixStream};
+use evloop::net::{
+    split, OwnedReadHalf, OwnedWriteHalf, StreamReader, StreamWriter, TcpListener, TcpStream,
+    UnixStream, DEFAULT_LIMIT,
+};
 
 /// The seeds every backend runs in `cargo test`.
 const SEEDS: [u64; 2] = [1, 2];
@@ -171,6 +181,8 @@ struct Progress {
     shut: bool,
     read: u64,
     eof: bool,
+    /// Reads and writes that a `timeout(0)` cancelled before they finished.
+    cancelled: u64,
     writer_op: String,
     reader_op: String,
 }
@@ -212,7 +224,10 @@ async fn writer(dir: u64, w: Writer, ops: Vec<WriteOp>, p: Shared) -> Result<(),
                 fill(len);
                 match evloop::timeout(Duration::ZERO, w.write(&buf)).await {
                     Ok(r) => r.map_err(|e| format!("write raced by a timeout: {e}"))?,
-                    Err(_) => 0, // cancelled: it must have written nothing
+                    Err(_) => {
+                        p.borrow_mut().cancelled += 1;
+                        0 // cancelled: it must have written nothing
+                    }
                 }
             }
             WriteOp::Yield => {
@@ -285,9 +300,12 @@ async fn reader(dir: u64, r: Reader, ops: Vec<ReadOp>, p: Shared) -> Result<(), 
             }
             ReadOp::TryRead(len) => {
                 // Cancelled when the timeout wins: it must have consumed nothing.
-                if let Ok(got) = evloop::timeout(Duration::ZERO, r.read(&mut buf[..len])).await {
-                    let got = got.map_err(|e| format!("read raced by a timeout: {e}"))?;
-                    on_read(got, &buf)?;
+                match evloop::timeout(Duration::ZERO, r.read(&mut buf[..len])).await {
+                    Ok(got) => {
+                        let got = got.map_err(|e| format!("read raced by a timeout: {e}"))?;
+                        on_read(got, &buf)?;
+                    }
+                    Err(_) => p.borrow_mut().cancelled += 1,
                 }
             }
             ReadOp::Yield => evloop::yield_now().await,
@@ -305,6 +323,253 @@ async fn reader(dir: u64, r: Reader, ops: Vec<ReadOp>, p: Shared) -> Result<(), 
     p.borrow_mut().reader_op = "done".into();
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------
+// The buffered streams (`split`: asyncio's StreamReader and StreamWriter)
+
+#[derive(Clone, Copy, Debug)]
+enum BufWriteOp {
+    /// `write`: buffered at once, sent as the socket takes it.
+    Write(usize),
+    /// `write_all`: `write`, then `drain`; raced against `timeout(0)` when `racy` (the bytes
+    /// are buffered either way: only the wait is cancelled).
+    WriteAll {
+        len: usize,
+        racy: bool,
+    },
+    Drain,
+    Yield,
+    SleepUs(u64),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum BufReadKind {
+    Read(usize),
+    Line,
+    Until(u8),
+    Exact(usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum BufReadOp {
+    /// A read, raced against `timeout(0)` when `racy` (cancelled, it must consume nothing).
+    Read {
+        kind: BufReadKind,
+        racy: bool,
+    },
+    Yield,
+    SleepUs(u64),
+}
+
+fn buffered_write_program(rng: &mut Rng) -> Vec<BufWriteOp> {
+    (0..OPS)
+        .map(|_| {
+            let len = WRITE_SIZES[rng.below(WRITE_SIZES.len() as u64) as usize];
+            match rng.below(20) {
+                0..=7 => BufWriteOp::Write(len),
+                8..=11 => BufWriteOp::WriteAll {
+                    len,
+                    racy: rng.below(2) == 0,
+                },
+                12..=13 => BufWriteOp::Drain,
+                14..=18 => BufWriteOp::Yield,
+                _ => BufWriteOp::SleepUs(rng.below(300)),
+            }
+        })
+        .collect()
+}
+
+fn buffered_read_program(rng: &mut Rng) -> Vec<BufReadOp> {
+    (0..OPS)
+        .map(|_| {
+            let kind = match rng.below(4) {
+                0 => BufReadKind::Read(READ_SIZES[rng.below(READ_SIZES.len() as u64) as usize]),
+                1 => BufReadKind::Line,
+                2 => BufReadKind::Until(rng.below(256) as u8),
+                _ => BufReadKind::Exact(1 + rng.below(20_000) as usize),
+            };
+            match rng.below(20) {
+                0..=14 => BufReadOp::Read {
+                    kind,
+                    racy: rng.below(3) == 0,
+                },
+                15..=18 => BufReadOp::Yield,
+                _ => BufReadOp::SleepUs(rng.below(300)),
+            }
+        })
+        .collect()
+}
+
+async fn buffered_writer(
+    dir: u64,
+    w: StreamWriter<UnixStream>,
+    ops: Vec<BufWriteOp>,
+    p: Shared,
+) -> Result<(), String> {
+    let mut buf = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        p.borrow_mut().writer_op = format!("op {i}: {op:?}");
+        let at = p.borrow().written;
+        let mut fill = |len: usize| {
+            buf.clear();
+            buf.extend((0..len as u64).map(|k| pattern(dir, at + k)));
+        };
+        match *op {
+            BufWriteOp::Write(len) => {
+                fill(len);
+                w.write(&buf).map_err(|e| format!("write: {e}"))?;
+                p.borrow_mut().written += len as u64;
+            }
+            BufWriteOp::WriteAll { len, racy } => {
+                fill(len);
+                // `write` buffers the bytes before the first wait: they count either way.
+                p.borrow_mut().written += len as u64;
+                let result = if racy {
+                    evloop::timeout(Duration::ZERO, w.write_all(&buf))
+                        .await
+                        .unwrap_or_else(|_| {
+                            p.borrow_mut().cancelled += 1;
+                            Ok(())
+                        })
+                } else {
+                    w.write_all(&buf).await
+                };
+                result.map_err(|e| format!("write_all: {e}"))?;
+            }
+            BufWriteOp::Drain => w.drain().await.map_err(|e| format!("drain: {e}"))?,
+            BufWriteOp::Yield => evloop::yield_now().await,
+            BufWriteOp::SleepUs(us) => evloop::sleep(Duration::from_micros(us)).await,
+        }
+    }
+    p.borrow_mut().writer_op = "shutdown".into();
+    w.shutdown().await.map_err(|e| format!("shutdown: {e}"))?;
+    p.borrow_mut().shut = true;
+    p.borrow_mut().writer_op = "done".into();
+    Ok(())
+}
+
+/// Checks what one buffered read returned (bytes, or an error that consumes nothing by
+/// contract), and moves the reader's offset.
+fn check_buffered(
+    dir: u64,
+    kind: BufReadKind,
+    got: io::Result<Vec<u8>>,
+    p: &Shared,
+) -> Result<(), String> {
+    let mut p = p.borrow_mut();
+    let at = p.read;
+    let bytes = match got {
+        Ok(bytes) => bytes,
+        // The bytes left stay buffered: the next reads find them where they were.
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            return if p.shut {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{kind:?}: end of stream before the writer shut down"
+                ))
+            };
+        }
+        // A line longer than the limit: nothing consumed.
+        Err(e)
+            if e.kind() == io::ErrorKind::InvalidData
+                && matches!(kind, BufReadKind::Line | BufReadKind::Until(_)) =>
+        {
+            return Ok(());
+        }
+        Err(e) => return Err(format!("{kind:?}: {e}")),
+    };
+    check(dir, at, &bytes)?;
+    let ends_with = |d: u8| bytes.last() == Some(&d) && !bytes[..bytes.len() - 1].contains(&d);
+    let shape = match kind {
+        BufReadKind::Read(n) => bytes.len() <= n && (!bytes.is_empty() || p.shut),
+        // At end of stream: the rest without a newline, then nothing.
+        BufReadKind::Line => {
+            ends_with(b'\n') || (p.shut && !bytes.contains(&b'\n') && bytes.len() <= DEFAULT_LIMIT)
+        }
+        BufReadKind::Until(d) => ends_with(d),
+        BufReadKind::Exact(n) => bytes.len() == n,
+    };
+    if !shape {
+        return Err(format!(
+            "{kind:?} at byte {at} returned {} bytes, which that read cannot return",
+            bytes.len()
+        ));
+    }
+    if bytes.is_empty() {
+        if p.read != p.written {
+            return Err(format!(
+                "{kind:?}: end of stream after {} bytes, but {} were written",
+                p.read, p.written
+            ));
+        }
+        p.eof = true;
+    }
+    p.read += bytes.len() as u64;
+    Ok(())
+}
+
+async fn buffered_reader(
+    dir: u64,
+    mut r: StreamReader<UnixStream>,
+    ops: Vec<BufReadOp>,
+    p: Shared,
+) -> Result<(), String> {
+    for (i, op) in ops.iter().enumerate() {
+        if p.borrow().eof {
+            break;
+        }
+        p.borrow_mut().reader_op = format!("op {i}: {op:?}");
+        match *op {
+            BufReadOp::Read { kind, racy } => {
+                let read = async {
+                    match kind {
+                        BufReadKind::Read(n) => r.read(n).await,
+                        BufReadKind::Line => r.read_line().await,
+                        BufReadKind::Until(d) => r.read_until(d).await,
+                        BufReadKind::Exact(n) => r.read_exact(n).await,
+                    }
+                };
+                let got = if racy {
+                    match evloop::timeout(Duration::ZERO, read).await {
+                        Ok(got) => got,
+                        Err(_) => {
+                            p.borrow_mut().cancelled += 1;
+                            continue; // cancelled: it must have consumed nothing
+                        }
+                    }
+                } else {
+                    read.await
+                };
+                check_buffered(dir, kind, got, &p)?;
+            }
+            BufReadOp::Yield => evloop::yield_now().await,
+            BufReadOp::SleepUs(us) => evloop::sleep(Duration::from_micros(us)).await,
+        }
+    }
+    p.borrow_mut().reader_op = "read_to_end".into();
+    if !p.borrow().eof {
+        let rest = r
+            .read_to_end()
+            .await
+            .map_err(|e| format!("read_to_end: {e}"))?;
+        let mut p = p.borrow_mut();
+        check(dir, p.read, &rest)?;
+        p.read += rest.len() as u64;
+        if !p.shut || p.read != p.written {
+            return Err(format!(
+                "read_to_end ended after {} bytes, but {} were written (shut down: {})",
+                p.read, p.written, p.shut
+            ));
+        }
+        p.eof = true;
+    }
+    p.borrow_mut().reader_op = "done".into();
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The run
 
 /// What a run's tasks report: each direction's progress, and the errors.
 #[derive(Default)]
@@ -336,7 +601,7 @@ async fn fail_fast(
     }
 }
 
-/// One run: three pairs, six directions, twelve tasks.
+/// One run: four pairs, eight directions, sixteen tasks.
 fn run(backend: Backend, seed: u64) {
     let lp = new_loop(backend);
     let report = Rc::new(Report::default());
@@ -372,16 +637,30 @@ fn run(backend: Backend, seed: u64) {
             let dir = dir as u64 + seed * 8;
             let (wops, rops) = (write_program(&mut rng), read_program(&mut rng));
             let (wr, rr) = (report.clone(), report.clone());
-            tasks.push(evloop::spawn(fail_fast(
-                name,
-                wr,
+            let (writing, reading) = (
                 writer(dir, w, wops, p.clone()),
-            )));
-            tasks.push(evloop::spawn(fail_fast(
-                name,
-                rr,
                 reader(dir, r, rops, p.clone()),
-            )));
+            );
+            tasks.push(evloop::spawn(fail_fast(name, wr, writing)));
+            tasks.push(evloop::spawn(fail_fast(name, rr, reading)));
+            report.progress.borrow_mut().push((name, p));
+        }
+        // A fourth pair through asyncio's streams: buffered writes, lines, delimiters.
+        let (s1, s2) = UnixStream::pair().expect("socketpair");
+        let ((r1, w1), (r2, w2)) = (split(s1), split(s2));
+        let streams = [("streams a->b", w1, r2), ("streams b->a", w2, r1)];
+        for (k, (name, w, r)) in streams.into_iter().enumerate() {
+            let p: Shared = Rc::default();
+            let dir = 6 + k as u64 + seed * 8;
+            let (wops, rops) = (
+                buffered_write_program(&mut rng),
+                buffered_read_program(&mut rng),
+            );
+            let (wr, rr) = (report.clone(), report.clone());
+            let writing = buffered_writer(dir, w, wops, p.clone());
+            let reading = buffered_reader(dir, r, rops, p.clone());
+            tasks.push(evloop::spawn(fail_fast(name, wr, writing)));
+            tasks.push(evloop::spawn(fail_fast(name, rr, reading)));
             report.progress.borrow_mut().push((name, p));
         }
         let all = async {
@@ -408,17 +687,19 @@ fn run(backend: Backend, seed: u64) {
             backend.to_string().replace('-', "_")
         );
     }
-    let bytes: u64 = report
-        .progress
-        .borrow()
-        .iter()
-        .map(|(_, p)| p.borrow().read)
-        .sum();
+    let progress = report.progress.borrow();
+    let bytes: u64 = progress.iter().map(|(_, p)| p.borrow().read).sum();
+    let cancelled: u64 = progress.iter().map(|(_, p)| p.borrow().cancelled).sum();
+    drop(progress);
     let st = lp.stats();
     eprintln!(
-        "{backend}, seed {seed}: {bytes} bytes delivered in {} iterations ({} reads and {} \
-         writes answered WouldBlock)",
+        "{backend}, seed {seed}: {bytes} bytes delivered in {} iterations, {cancelled} reads \
+         and writes cancelled by their timeout ({} reads and {} writes answered WouldBlock)",
         st.iterations, st.reads_would_block, st.writes_would_block
+    );
+    assert!(
+        cancelled > 0,
+        "{backend}, seed {seed}: no read or write was cancelled"
     );
     drop(report);
     assert_eq!(
