@@ -18,21 +18,11 @@ use std::os::unix::process::ExitStatusExt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use common::children::{child_state, until_reaped, zombies};
 use common::*;
 use evloop::net::{StreamReader, StreamWriter};
 use evloop::process::{Child, Command, ExitWatch, Stdio};
 use evloop::signals::SIGTERM;
-
-/// The state letter of process `pid` (`R`, `S`, `Z`...) if it exists and is a child of this
-/// process; `None` once it is reaped (or its pid belongs to someone else's process).
-fn child_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let mut fields = rest.split(' ');
-    let state = fields.next()?.chars().next()?;
-    let ppid: u32 = fields.next()?.parse().ok()?;
-    (ppid == std::process::id()).then_some(state)
-}
 
 /// Whether fd `fd` of this process has `FD_CLOEXEC` (`/proc/self/fdinfo`: the `flags`
 /// field, in octal, holds `O_CLOEXEC` for it); `true` for an fd that went meanwhile.
@@ -45,13 +35,6 @@ fn is_cloexec(fd: u32) -> bool {
         .find_map(|l| l.strip_prefix("flags:"))
         .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
         .is_none_or(|flags| flags & O_CLOEXEC != 0)
-}
-
-/// How many of `pids` are zombies of ours.
-fn zombies(pids: &[u32]) -> usize {
-    pids.iter()
-        .filter(|&&p| child_state(p) == Some('Z'))
-        .count()
 }
 
 /// The exit watch a child gets here: SIGCHLD when forced, else the system's fd.
@@ -69,26 +52,6 @@ fn sh(script: &str, sigchld: bool) -> Command {
     let mut cmd = Command::new("sh");
     cmd.args(["-c", script]).force_sigchld(sigchld);
     cmd
-}
-
-/// Runs the loop (sleeping 2 ms at a time) until none of `pids` is a child of ours any
-/// more: reaped in the background. Fails after 10 s, naming what is left.
-async fn until_reaped(pids: &[u32]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left: Vec<(u32, char)> = pids
-            .iter()
-            .filter_map(|&p| child_state(p).map(|s| (p, s)))
-            .collect();
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "children not reaped after 10 s (pid, state): {left:?}"
-        );
-        evloop::sleep(Duration::from_millis(2)).await;
-    }
 }
 
 // ---- exit watch: each test with the system's exit fd and with SIGCHLD forced ----------

@@ -27,8 +27,9 @@ mod common;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::children::until_reaped;
 use common::fuzz_model::Rng;
 use common::*;
 use evloop::process::{Child, Command};
@@ -254,16 +255,6 @@ async fn drive(
     Ok(())
 }
 
-/// The state letter of `pid` if it is a child of this process (`None` once reaped).
-fn child_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let mut fields = rest.split(' ');
-    let state = fields.next()?.chars().next()?;
-    let ppid: u32 = fields.next()?.parse().ok()?;
-    (ppid == std::process::id()).then_some(state)
-}
-
 /// One run of `seed`'s program; returns what it did.
 fn run(backend: Backend, seed: u64, sigchld: bool) -> Tally {
     if backend == Backend::Kqueue && cfg!(target_os = "linux") && !sigchld {
@@ -310,24 +301,9 @@ fn run(backend: Backend, seed: u64, sigchld: bool) -> Tally {
                 Err(e) => errors.push(format!("{what}: the task failed: {e}")),
             }
         }
-        // Dropped handles are reaped in the background.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let left: Vec<(u32, char)> = pids
-                .iter()
-                .filter_map(|&p| child_state(p).map(|s| (p, s)))
-                .collect();
-            if left.is_empty() {
-                break;
-            }
-            if Instant::now() > deadline {
-                errors.push(format!(
-                    "children not reaped after 10 s (pid, state): {left:?}"
-                ));
-                break;
-            }
-            evloop::sleep(Duration::from_millis(2)).await;
-        }
+        // Dropped handles are reaped in the background: none of the run's children is left,
+        // not even as a zombie (it fails after 10 s otherwise).
+        until_reaped(&pids).await;
         if errors.is_empty() {
             Ok(())
         } else {

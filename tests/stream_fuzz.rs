@@ -76,6 +76,12 @@ fn pattern(dir: u64, offset: u64) -> u8 {
     (offset.wrapping_mul(131) ^ (offset >> 9) ^ dir.wrapping_mul(0x9E37)) as u8
 }
 
+/// Fills `buf` with the `len` bytes of direction `dir` from offset `at` on.
+fn fill_pattern(buf: &mut Vec<u8>, dir: u64, at: u64, len: usize) {
+    buf.clear();
+    buf.extend((0..len as u64).map(|k| pattern(dir, at + k)));
+}
+
 #[derive(Clone, Copy, Debug)]
 enum WriteOp {
     Write(usize),
@@ -95,33 +101,39 @@ enum ReadOp {
     SleepUs(u64),
 }
 
+/// A program of [`OPS`] ops, each drawn by `op`.
+fn program<T>(rng: &mut Rng, mut op: impl FnMut(&mut Rng) -> T) -> Vec<T> {
+    (0..OPS).map(|_| op(rng)).collect()
+}
+
+/// One of `sizes`, at random.
+fn size(rng: &mut Rng, sizes: &[usize]) -> usize {
+    sizes[rng.below(sizes.len() as u64) as usize]
+}
+
 fn write_program(rng: &mut Rng) -> Vec<WriteOp> {
-    (0..OPS)
-        .map(|_| {
-            let len = WRITE_SIZES[rng.below(WRITE_SIZES.len() as u64) as usize];
-            match rng.below(20) {
-                0..=6 => WriteOp::Write(len),
-                7..=10 => WriteOp::WriteAll(len),
-                11..=13 => WriteOp::TryWrite(len),
-                14..=18 => WriteOp::Yield,
-                _ => WriteOp::SleepUs(rng.below(300)),
-            }
-        })
-        .collect()
+    program(rng, |rng| {
+        let len = size(rng, &WRITE_SIZES);
+        match rng.below(20) {
+            0..=6 => WriteOp::Write(len),
+            7..=10 => WriteOp::WriteAll(len),
+            11..=13 => WriteOp::TryWrite(len),
+            14..=18 => WriteOp::Yield,
+            _ => WriteOp::SleepUs(rng.below(300)),
+        }
+    })
 }
 
 fn read_program(rng: &mut Rng) -> Vec<ReadOp> {
-    (0..OPS)
-        .map(|_| {
-            let len = READ_SIZES[rng.below(READ_SIZES.len() as u64) as usize];
-            match rng.below(20) {
-                0..=9 => ReadOp::Read(len),
-                10..=14 => ReadOp::TryRead(len),
-                15..=18 => ReadOp::Yield,
-                _ => ReadOp::SleepUs(rng.below(300)),
-            }
-        })
-        .collect()
+    program(rng, |rng| {
+        let len = size(rng, &READ_SIZES);
+        match rng.below(20) {
+            0..=9 => ReadOp::Read(len),
+            10..=14 => ReadOp::TryRead(len),
+            15..=18 => ReadOp::Yield,
+            _ => ReadOp::SleepUs(rng.below(300)),
+        }
+    })
 }
 
 /// The reading side of one direction.
@@ -204,10 +216,7 @@ async fn writer(dir: u64, w: Writer, ops: Vec<WriteOp>, p: Shared) -> Result<(),
     for (i, op) in ops.iter().enumerate() {
         p.borrow_mut().writer_op = format!("op {i}: {op:?}");
         let at = p.borrow().written;
-        let mut fill = |len: usize| {
-            buf.clear();
-            buf.extend((0..len as u64).map(|k| pattern(dir, at + k)));
-        };
+        let mut fill = |len: usize| fill_pattern(&mut buf, dir, at, len);
         let wrote = match *op {
             WriteOp::Write(len) => {
                 fill(len);
@@ -362,42 +371,38 @@ enum BufReadOp {
 }
 
 fn buffered_write_program(rng: &mut Rng) -> Vec<BufWriteOp> {
-    (0..OPS)
-        .map(|_| {
-            let len = WRITE_SIZES[rng.below(WRITE_SIZES.len() as u64) as usize];
-            match rng.below(20) {
-                0..=7 => BufWriteOp::Write(len),
-                8..=11 => BufWriteOp::WriteAll {
-                    len,
-                    racy: rng.below(2) == 0,
-                },
-                12..=13 => BufWriteOp::Drain,
-                14..=18 => BufWriteOp::Yield,
-                _ => BufWriteOp::SleepUs(rng.below(300)),
-            }
-        })
-        .collect()
+    program(rng, |rng| {
+        let len = size(rng, &WRITE_SIZES);
+        match rng.below(20) {
+            0..=7 => BufWriteOp::Write(len),
+            8..=11 => BufWriteOp::WriteAll {
+                len,
+                racy: rng.below(2) == 0,
+            },
+            12..=13 => BufWriteOp::Drain,
+            14..=18 => BufWriteOp::Yield,
+            _ => BufWriteOp::SleepUs(rng.below(300)),
+        }
+    })
 }
 
 fn buffered_read_program(rng: &mut Rng) -> Vec<BufReadOp> {
-    (0..OPS)
-        .map(|_| {
-            let kind = match rng.below(4) {
-                0 => BufReadKind::Read(READ_SIZES[rng.below(READ_SIZES.len() as u64) as usize]),
-                1 => BufReadKind::Line,
-                2 => BufReadKind::Until(rng.below(256) as u8),
-                _ => BufReadKind::Exact(1 + rng.below(20_000) as usize),
-            };
-            match rng.below(20) {
-                0..=14 => BufReadOp::Read {
-                    kind,
-                    racy: rng.below(3) == 0,
-                },
-                15..=18 => BufReadOp::Yield,
-                _ => BufReadOp::SleepUs(rng.below(300)),
-            }
-        })
-        .collect()
+    program(rng, |rng| {
+        let kind = match rng.below(4) {
+            0 => BufReadKind::Read(size(rng, &READ_SIZES)),
+            1 => BufReadKind::Line,
+            2 => BufReadKind::Until(rng.below(256) as u8),
+            _ => BufReadKind::Exact(1 + rng.below(20_000) as usize),
+        };
+        match rng.below(20) {
+            0..=14 => BufReadOp::Read {
+                kind,
+                racy: rng.below(3) == 0,
+            },
+            15..=18 => BufReadOp::Yield,
+            _ => BufReadOp::SleepUs(rng.below(300)),
+        }
+    })
 }
 
 async fn buffered_writer(
@@ -410,10 +415,7 @@ async fn buffered_writer(
     for (i, op) in ops.iter().enumerate() {
         p.borrow_mut().writer_op = format!("op {i}: {op:?}");
         let at = p.borrow().written;
-        let mut fill = |len: usize| {
-            buf.clear();
-            buf.extend((0..len as u64).map(|k| pattern(dir, at + k)));
-        };
+        let mut fill = |len: usize| fill_pattern(&mut buf, dir, at, len);
         match *op {
             BufWriteOp::Write(len) => {
                 fill(len);

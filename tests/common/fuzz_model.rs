@@ -957,12 +957,7 @@ impl World {
                 self.deque.push(id);
             }
             Op::Wake { which, n } => {
-                let unfinished: Vec<u64> = self
-                    .tasks
-                    .iter()
-                    .filter(|(_, t)| !t.done)
-                    .map(|(id, _)| *id)
-                    .collect();
+                let unfinished = self.tasks_where(|t| !t.done);
                 for i in 0..*n {
                     if let Some(id) = pick(&unfinished, which.wrapping_add(i)) {
                         self.wake_task(id);
@@ -970,12 +965,7 @@ impl World {
                 }
             }
             Op::CancelTask { which } => {
-                let unfinished: Vec<u64> = self
-                    .tasks
-                    .iter()
-                    .filter(|(_, t)| !t.done)
-                    .map(|(id, _)| *id)
-                    .collect();
+                let unfinished = self.tasks_where(|t| !t.done);
                 let Some(id) = pick(&unfinished, *which) else {
                     return;
                 };
@@ -993,12 +983,7 @@ impl World {
                 }
             }
             Op::WakeFinished { which } => {
-                let finished: Vec<u64> = self
-                    .tasks
-                    .iter()
-                    .filter(|(_, t)| t.done && t.waker.is_some())
-                    .map(|(id, _)| *id)
-                    .collect();
+                let finished = self.tasks_where(|t| t.done && t.waker.is_some());
                 if let Some(id) = pick(&finished, *which) {
                     // The model expects nothing: a step it did not queue fails the run.
                     self.tasks[&id]
@@ -1042,12 +1027,7 @@ impl World {
                 self.remote.push(RemoteM::Call(id));
             }
             Op::WakeFromThread { which } => {
-                let unfinished: Vec<u64> = self
-                    .tasks
-                    .iter()
-                    .filter(|(_, t)| !t.done && t.waker.is_some())
-                    .map(|(id, _)| *id)
-                    .collect();
+                let unfinished = self.tasks_where(|t| !t.done && t.waker.is_some());
                 let Some(id) = pick(&unfinished, *which) else {
                     return;
                 };
@@ -1063,6 +1043,15 @@ impl World {
                 self.fail("driver", "run_* cannot be applied inside a callback".into());
             }
         }
+    }
+
+    /// The ids of the tasks for which `f` holds, in order.
+    fn tasks_where(&self, f: impl Fn(&TaskM) -> bool) -> Vec<u64> {
+        self.tasks
+            .iter()
+            .filter(|(_, t)| f(t))
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// Wakes task `id` (unfinished) and records where its step must run: nowhere new if one
@@ -1151,7 +1140,7 @@ impl World {
             // Woken from another thread before the pass began.
             if !self.check_behind(&what)
                 || !self.enter_phase(1, &what)
-                || !self.next_of_remote(id, &what)
+                || !self.next_of(true, id, &what)
             {
                 return false;
             }
@@ -1159,7 +1148,7 @@ impl World {
             if !self.check_behind(&what) || !self.enter_phase(0, &what) {
                 return false;
             }
-            if !self.next_of_snapshot(id, &what) {
+            if !self.next_of(false, id, &what) {
                 return false;
             }
         }
@@ -1184,62 +1173,56 @@ impl World {
         finished
     }
 
-    /// Moves past the entries of the cross-thread queue the pass skips: the steps of tasks
-    /// cancelled since (by an I/O callback that ran before them).
-    fn skip_remote(&mut self) {
+    /// Moves the pass's cursor in the snapshot of queued entries (`remote`: in what the
+    /// cross-thread queue brought) past the entries the pass skips: cancelled `call_soon`s,
+    /// steps of tasks finished since they were queued.
+    fn skip_skipped(&mut self, remote: bool) {
         let pass = self.pass.as_ref().expect("in a pass");
-        let mut at = pass.remote_at;
-        while at < pass.remote.len() && self.skipped(pass.remote[at]) {
-            at += 1;
-        }
-        self.pass.as_mut().expect("in a pass").remote_at = at;
-    }
-
-    /// Phase 1: `id` must be the next entry the cross-thread queue brought (FIFO, skipped
-    /// ones aside); moves past it. Returns whether it was.
-    fn next_of_remote(&mut self, id: u64, what: &str) -> bool {
-        self.skip_remote();
-        let pass = self.pass.as_mut().expect("in a pass");
-        if pass.remote.get(pass.remote_at) == Some(&id) {
-            pass.remote_at += 1;
-            self.remote_runs += 1;
-            return true;
-        }
-        let expected = pass.remote.get(pass.remote_at).copied();
-        let why = if pass.remote.contains(&id) {
-            "out of the order it was sent in"
+        let (list, mut at) = if remote {
+            (&pass.remote, pass.remote_at)
         } else {
-            "in the pass during which it was sent"
+            (&pass.soon, pass.soon_at)
         };
-        self.fail(
-            "remote order",
-            format!("{what} ran {why}; the model expected {expected:?}"),
-        );
-        false
-    }
-
-    /// Phase 0: `id` must be the next entry of the snapshot that is not skipped (FIFO, and
-    /// the snapshot rule); moves past it. Returns whether it was.
-    fn next_of_snapshot(&mut self, id: u64, what: &str) -> bool {
-        let pass = self.pass.as_ref().expect("in a pass");
-        let mut at = pass.soon_at;
-        while at < pass.soon.len() && self.skipped(pass.soon[at]) {
+        while at < list.len() && self.skipped(list[at]) {
             at += 1;
         }
         let pass = self.pass.as_mut().expect("in a pass");
-        pass.soon_at = at;
-        if pass.soon.get(at) == Some(&id) {
-            pass.soon_at += 1;
+        *if remote {
+            &mut pass.remote_at
+        } else {
+            &mut pass.soon_at
+        } = at;
+    }
+
+    /// `id` must be the next entry, skipped ones aside, of the snapshot of queued entries
+    /// (phase 0: FIFO, and the snapshot rule) or, with `remote`, of what the cross-thread
+    /// queue brought (the I/O phase, in the order sent); moves past it. Returns whether it
+    /// was.
+    fn next_of(&mut self, remote: bool, id: u64, what: &str) -> bool {
+        self.skip_skipped(remote);
+        let pass = self.pass.as_mut().expect("in a pass");
+        let (list, at) = if remote {
+            (&pass.remote, &mut pass.remote_at)
+        } else {
+            (&pass.soon, &mut pass.soon_at)
+        };
+        let expected = list.get(*at).copied();
+        if expected == Some(id) {
+            *at += 1;
+            self.remote_runs += u64::from(remote);
             return true;
         }
-        let expected = pass.soon.get(at).copied();
-        let why = if pass.soon.contains(&id) {
-            "out of FIFO order"
-        } else {
-            "in the pass during which it was queued (snapshot rule)"
+        let (kind, why) = match (remote, list.contains(&id)) {
+            (false, true) => ("call_soon order", "out of FIFO order"),
+            (false, false) => (
+                "call_soon order",
+                "in the pass during which it was queued (snapshot rule)",
+            ),
+            (true, true) => ("remote order", "out of the order it was sent in"),
+            (true, false) => ("remote order", "in the pass during which it was sent"),
         };
         self.fail(
-            "call_soon order",
+            kind,
             format!("{what} ran {why}; the model expected {expected:?}"),
         );
         false
@@ -1367,7 +1350,7 @@ impl World {
 
     /// Ends the I/O phase: every watcher of `E` must have run or been removed.
     fn close_io_phase(&mut self) {
-        self.skip_remote();
+        self.skip_skipped(true);
         let pass = self.pass.as_mut().expect("in a pass");
         if pass.remote_at < pass.remote.len() {
             let lost = pass.remote[pass.remote_at..].to_vec();
@@ -1531,12 +1514,12 @@ impl World {
         }
         match key {
             None if remote => {
-                if !self.enter_phase(1, &what) || !self.next_of_remote(id, &what) {
+                if !self.enter_phase(1, &what) || !self.next_of(true, id, &what) {
                     return;
                 }
             }
             None => {
-                if !self.enter_phase(0, &what) || !self.next_of_snapshot(id, &what) {
+                if !self.enter_phase(0, &what) || !self.next_of(false, id, &what) {
                     return;
                 }
             }

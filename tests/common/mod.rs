@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub use evloop::{Backend, EventLoop};
 pub mod browser;
+pub mod children;
 pub mod docs_util;
 pub mod examples;
 pub mod fuzz_model;
