@@ -51,6 +51,11 @@ per_backend! {
                 outcome.remote_runs > 0,
                 "{backend}, seed {seed}: nothing sent from another thread ran: {outcome:?}"
             );
+            assert!(
+                outcome.panics > 0 && outcome.task_panics > 0 && outcome.panics_after_wake > 0,
+                "{backend}, seed {seed}: the program's panics were not all exercised: \
+                 {outcome:?}"
+            );
             eprintln!("{backend}, seed {seed}: {outcome:?}");
         }
     }

@@ -50,6 +50,13 @@
 //!   the waker's event came, in the order it was sent. A task woken from another thread gets
 //!   a step only if it has none queued then; one cancelled before its turn is skipped. What
 //!   is sent during a pass waits for the next.
+//! - **Panics.** A callback's panic (`Op::Panic`, after the model has checked the call)
+//!   propagates out of `run_*`; the driver catches it. The pass counted every callback that
+//!   returned, not the one that panicked, and what it had not run stays at the front of the
+//!   deque in its order ([`Block`]): the steps the panicking I/O callback had woken, then the
+//!   rest of the snapshot. The next pass must run exactly that first, skipped entries aside,
+//!   before anything of its own; `stats().ready` counts it meanwhile. A panic in a task step
+//!   is the task's: it finishes, and the loop goes on.
 //! - **I/O: a multiset.** The order in which the selector reports fds is not specified, so
 //!   an I/O callback is only checked for membership: it must be in `E`, not yet run in this
 //!   pass, and its watcher must still be registered (not removed, not replaced — removal
@@ -101,7 +108,8 @@
 //! after one to six steps, each step applying one operation, wake-ups of one to three of
 //! them at once through the wakers of their last steps, and `Task::cancel` (from outside the
 //! task or from its own step); wake-ups of finished tasks; `call_soon_threadsafe` and task
-//! wake-ups from other threads; all of these also from inside callbacks and task steps (one
+//! wake-ups from other threads; panics in callbacks and task steps (nested only, once per
+//! watcher); all of these also from inside callbacks and task steps (one
 //! nested operation each, at most two deep), so that removal of a queued watcher, adds
 //! during a pass, reuse of a number inside a callback, and tasks woken by readers and
 //! writers are exercised.
@@ -114,7 +122,7 @@
 //! (a Unix socket's writability depends on kernel buffer accounting the model cannot
 //! predict), pipes and TCP, `call_at` with past deadlines, `run_forever`/`stop`, threads
 //! that send while the loop runs (the ones here are joined first), tasks awaited by others,
-//! panicking callbacks and tasks, and *when* a timer fires.
+//! and *when* a timer fires.
 //!
 //! # Fd numbers
 //!
@@ -250,6 +258,14 @@ pub enum Op {
     },
     /// Wake an unfinished task from another thread (joined before the next op).
     WakeFromThread { which: u8 },
+    /// Only inside a callback or a task step: panic after the model has checked the call.
+    /// A callback's panic propagates out of `run_*` (the driver catches it, and the entries
+    /// the pass had not run yet must run first in the next one); a task's is caught by the
+    /// task, which finishes.
+    Panic,
+    /// Only inside a callback or a task step: wake a task, then panic (inside an I/O
+    /// callback, the woken task's step must stay first for the next pass).
+    WakeThenPanic { which: u8 },
     /// One iteration with `run_nowait`.
     RunNowait,
     /// One iteration with `run_once` if something is surely due, else `run_nowait`.
@@ -271,7 +287,7 @@ fn nested(rng: &mut Rng, depth: u32) -> Option<Box<Op>> {
 }
 
 fn gen_op(rng: &mut Rng, depth: u32) -> Op {
-    let r = rng.below(116);
+    let r = rng.below(119);
     match r {
         0..=16 => Op::RunNowait,
         17..=18 => Op::RunOnce,
@@ -328,7 +344,11 @@ fn gen_op(rng: &mut Rng, depth: u32) -> Op {
             from_thread: rng.below(2) == 0,
             then: nested(rng, depth),
         },
-        _ => Op::WakeFromThread { which: rng.sel() },
+        114..=115 => Op::WakeFromThread { which: rng.sel() },
+        // Panics are nested ops only; at the top the draw is an iteration.
+        _ if depth == 0 => Op::RunNowait,
+        116..=117 => Op::Panic,
+        _ => Op::WakeThenPanic { which: rng.sel() },
     }
 }
 
@@ -453,6 +473,42 @@ struct OnceM {
     key: Option<(Instant, u64)>,
 }
 
+/// The payload of the program's own panics (`Op::Panic`): the driver catches these, and the
+/// panic hook keeps them off stderr.
+#[derive(Debug)]
+pub struct PlannedPanic;
+
+/// Installs, once per process, a panic hook that says nothing of a [`PlannedPanic`] and
+/// hands every other panic to the hook that was there.
+fn quiet_planned_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<PlannedPanic>() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Entries a panic left at the front of the loop's deque, in the loop's order, one block
+/// after the other: they run first in the next pass.
+#[derive(Debug)]
+enum Block {
+    /// Entries in a known order: task steps woken by the panicking I/O callback, the
+    /// `call_soon`s and task steps not run yet, the fired timers not run yet.
+    Ordered(VecDeque<u64>),
+    /// The I/O entries not run yet (watcher ids, in the selector's order, which the model
+    /// does not know) and, among them, what the cross-thread queue brought (in order). A
+    /// watcher removed or replaced since is skipped, whenever the loop reaches its entry: if
+    /// that was before the panic, its entry is gone, so the model cannot count it exactly.
+    Io {
+        watchers: Vec<u64>,
+        remote: VecDeque<u64>,
+    },
+}
+
 /// An item of the loop's cross-thread queue.
 #[derive(Clone, Copy, Debug)]
 enum RemoteM {
@@ -531,6 +587,11 @@ struct Pass {
     /// had none queued. They run in the I/O phase, in this order.
     remote: Vec<u64>,
     remote_at: usize,
+    /// What the last pass's panic left: runs before anything else of this pass.
+    leftover: VecDeque<Block>,
+    /// How many entries that was (skipped ones included: they are in the deque too), at
+    /// least and at most (see [`Block::Io`]).
+    leftover_len: (usize, usize),
     phase: u8,
     runs: u64,
     before: evloop::Stats,
@@ -571,6 +632,14 @@ struct World {
     in_io: bool,
     /// What was sent through the `Remote` and not yet taken by a pass, in order.
     remote: Vec<RemoteM>,
+    /// What the last panic left at the front of the deque (see [`Block`]).
+    leftover: VecDeque<Block>,
+    /// The running callback or step applied `Op::Panic`: it panics once the model is done.
+    panicking: bool,
+    /// Panics that propagated out of `run_*`, and task steps that panicked.
+    panics: u64,
+    task_panics: u64,
+    panics_after_wake: u64,
     /// Live timers: not cancelled, not yet moved to the deque.
     timers: BTreeMap<(Instant, u64), u64>,
     /// Cancellable callbacks: not run, not cancelled.
@@ -1039,6 +1108,17 @@ impl World {
                 });
                 self.remote.push(RemoteM::Wake(id));
             }
+            Op::Panic => self.panicking = true,
+            Op::WakeThenPanic { which } => {
+                self.apply(
+                    lp,
+                    &Op::Wake {
+                        which: *which,
+                        n: 1,
+                    },
+                );
+                self.panicking = true;
+            }
             Op::RunNowait | Op::RunOnce => {
                 self.fail("driver", "run_* cannot be applied inside a callback".into());
             }
@@ -1111,6 +1191,18 @@ impl World {
         }
     }
 
+    /// A task step that no I/O callback of this pass woke: left by the last panic, woken
+    /// from another thread before the pass (the I/O phase), or queued before it (phase 0).
+    /// Returns whether it is where it must be.
+    fn step_of_this_pass(&mut self, id: u64, what: &str) -> bool {
+        if let Some(matched) = self.next_of_leftover(Some(id), false) {
+            return matched;
+        }
+        let pass = self.pass.as_ref().expect("in a pass");
+        let remote = pass.remote[pass.remote_at..].contains(&id);
+        self.enter_phase(u8::from(remote), what) && self.next_of(remote, id, what)
+    }
+
     /// A step of task `id` (its future's poll); returns whether the task finishes with it.
     fn on_step(&mut self, lp: &EventLoop, id: u64, waker: &Waker) -> bool {
         self.callbacks += 1;
@@ -1136,21 +1228,8 @@ impl World {
         if pass.behind.front() == Some(&id) {
             pass.behind.pop_front();
             self.behind_io += 1;
-        } else if pass.remote[pass.remote_at..].contains(&id) {
-            // Woken from another thread before the pass began.
-            if !self.check_behind(&what)
-                || !self.enter_phase(1, &what)
-                || !self.next_of(true, id, &what)
-            {
-                return false;
-            }
-        } else {
-            if !self.check_behind(&what) || !self.enter_phase(0, &what) {
-                return false;
-            }
-            if !self.next_of(false, id, &what) {
-                return false;
-            }
+        } else if !self.check_behind(&what) || !self.step_of_this_pass(id, &what) {
+            return false;
         }
         self.task_steps += 1;
         let t = self.tasks.get_mut(&id).expect("checked");
@@ -1165,12 +1244,113 @@ impl World {
         }
         let t = self.tasks.get_mut(&id).expect("checked");
         t.running = false;
+        if self.panicking {
+            // The task catches its future's panic and finishes with it.
+            t.done = true;
+            self.task_panics += 1;
+            self.panic_if_planned();
+        }
+        let t = self.tasks.get_mut(&id).expect("checked");
         let finished = t.steps_left == 0;
         if finished || t.cancel_pending {
             // Finished, or cancelled by its own step: the loop ends it when the poll returns.
             t.done = true;
         }
         finished
+    }
+
+    /// Whether `id` (`watcher`: a watcher's id) is the next of what the last panic left, the
+    /// skipped entries aside: `None` when nothing is left (the entry belongs to this pass),
+    /// else `Some(matched)`. With no `id` (the end of the pass), `Some(false)` if anything
+    /// is left.
+    fn next_of_leftover(&mut self, id: Option<u64>, watcher: bool) -> Option<bool> {
+        let pass = self.pass.as_mut().expect("in a pass");
+        let mut left = std::mem::take(&mut pass.leftover);
+        let matched = loop {
+            let Some(front) = left.front_mut() else {
+                break None;
+            };
+            match front {
+                Block::Ordered(q) => {
+                    while q.front().is_some_and(|&x| self.skipped(x)) {
+                        q.pop_front();
+                    }
+                    match q.front() {
+                        None => {}
+                        Some(&x) if Some(x) == id => {
+                            q.pop_front();
+                            break Some(true);
+                        }
+                        Some(_) => break Some(false),
+                    }
+                }
+                Block::Io { watchers, remote } => {
+                    // A removed or replaced watcher's entry is skipped.
+                    while remote.front().is_some_and(|&x| self.skipped(x)) {
+                        remote.pop_front();
+                    }
+                    if watcher {
+                        if let Some(i) = watchers.iter().position(|&w| Some(w) == id) {
+                            watchers.swap_remove(i);
+                            break Some(true);
+                        }
+                    } else if id.is_some() && remote.front().copied() == id {
+                        remote.pop_front();
+                        break Some(true);
+                    }
+                    if watchers.iter().any(|w| self.watchers[w].live) || !remote.is_empty() {
+                        break Some(false);
+                    }
+                }
+            }
+            left.pop_front(); // exhausted
+        };
+        self.pass.as_mut().expect("in a pass").leftover = left;
+        if matched == Some(false) {
+            let front = self.pass.as_ref().and_then(|p| p.leftover.front());
+            let (kind, message) = match id {
+                Some(id) => (
+                    "leftover order",
+                    format!(
+                        "entry {id} ran before what the last panic left at the front of the \
+                         deque: {front:?}"
+                    ),
+                ),
+                None => (
+                    "lost leftover",
+                    format!("the pass ended before what the last panic left ran: {front:?}"),
+                ),
+            };
+            self.fail(kind, message);
+        }
+        matched
+    }
+
+    /// How many entries of the deque the last panic left, at least and at most: a removed
+    /// watcher's I/O entry may be gone already (see [`Block::Io`]).
+    fn leftover_len(&self) -> (usize, usize) {
+        let mut range = (0, 0);
+        for block in &self.leftover {
+            match block {
+                Block::Ordered(q) => {
+                    range.0 += q.len();
+                    range.1 += q.len();
+                }
+                Block::Io { watchers, remote } => {
+                    let live = watchers.iter().filter(|w| self.watchers[w].live).count();
+                    range.0 += live + remote.len();
+                    range.1 += watchers.len() + remote.len();
+                }
+            }
+        }
+        range
+    }
+
+    /// After a callback or a step applied `Op::Panic`: panics with [`PlannedPanic`].
+    fn panic_if_planned(&mut self) {
+        if std::mem::take(&mut self.panicking) {
+            panic::panic_any(PlannedPanic);
+        }
     }
 
     /// Moves the pass's cursor in the snapshot of queued entries (`remote`: in what the
@@ -1233,14 +1413,15 @@ impl World {
         let st = lp.stats();
         let fds = self.watch.len();
         let timers = self.timers.len();
-        let ready = self.deque.len();
+        let (least, most) = self.leftover_len();
+        let ready = (self.deque.len() + least)..=(self.deque.len() + most);
         let tasks = self.tasks.values().filter(|t| !t.done).count();
-        if (st.fds, st.timers, st.ready, st.tasks) != (fds, timers, ready, tasks) {
+        if (st.fds, st.timers, st.tasks) != (fds, timers, tasks) || !ready.contains(&st.ready) {
             self.fail(
                 "stats",
                 format!(
                     "stats() says fds {}, timers {}, ready {}, tasks {}; the model says fds \
-                     {fds}, timers {timers}, ready {ready}, tasks {tasks}",
+                     {fds}, timers {timers}, ready {ready:?}, tasks {tasks}",
                     st.fds, st.timers, st.ready, st.tasks
                 ),
             );
@@ -1310,6 +1491,7 @@ impl World {
             && (!soon.is_empty()
                 || !io.is_empty()
                 || posted
+                || !self.leftover.is_empty()
                 || timers.first().is_some_and(|t| t.0 .0 <= now));
         self.pass = Some(Pass {
             soon,
@@ -1320,6 +1502,8 @@ impl World {
             woken_by_io: 0,
             remote,
             remote_at: 0,
+            leftover_len: self.leftover_len(),
+            leftover: std::mem::take(&mut self.leftover),
             phase: 0,
             runs: 0,
             before: lp.stats(),
@@ -1415,8 +1599,23 @@ impl World {
                 format!("{what} ran after it was removed or replaced"),
             );
         }
-        if !self.check_behind(&what) || !self.enter_phase(1, &what) {
+        if !self.check_behind(&what) {
             return;
+        }
+        let leftover = self.next_of_leftover(Some(id), true);
+        if leftover == Some(false) {
+            return;
+        }
+        if leftover.is_none() && !self.check_io(id, n, side, &what) {
+            return;
+        }
+        self.watcher_runs(lp, id, n, side, file, read, &what);
+    }
+
+    /// An I/O callback of this pass: it must be in `E`, run once, after the phase before.
+    fn check_io(&mut self, id: u64, n: RawFd, side: Side, what: &str) -> bool {
+        if !self.enter_phase(1, what) {
+            return false;
         }
         let pass = self.pass.as_mut().expect("in a pass");
         match pass.io.get(&id) {
@@ -1426,16 +1625,18 @@ impl World {
                     .get(&n)
                     .and_then(|num| self.files.get(&num.file));
                 let state = f.map(|f| format!("buffered {}, eof {}", f.buffered, f.eof));
-                return self.fail(
+                self.fail(
                     "unexpected event",
                     format!(
                         "{what} ran, but it was not ready-and-registered when the iteration \
                          began (file now: {state:?})"
                     ),
                 );
+                return false;
             }
             Some(exp) if exp.ran => {
-                return self.fail("ran twice", format!("{what} ran twice in one iteration"));
+                self.fail("ran twice", format!("{what} ran twice in one iteration"));
+                return false;
             }
             Some(_) => {}
         }
@@ -1445,12 +1646,29 @@ impl World {
                 .values()
                 .any(|e| e.fd == n && e.side == Side::Write && e.ran)
         {
-            return self.fail(
+            self.fail(
                 "reader after writer",
                 format!("{what} ran after the writer of the same fd"),
             );
+            return false;
         }
         pass.io.get_mut(&id).expect("checked").ran = true;
+        true
+    }
+
+    /// What an I/O callback does once checked: its read, checked against the model, and
+    /// its nested op (a panic last).
+    #[allow(clippy::too_many_arguments)]
+    fn watcher_runs(
+        &mut self,
+        lp: &EventLoop,
+        id: u64,
+        n: RawFd,
+        side: Side,
+        file: u64,
+        read: usize,
+        what: &str,
+    ) {
         if self.numbers.get(&n).map(|num| num.file) != Some(file) {
             return self.fail(
                 "wrong file",
@@ -1484,6 +1702,12 @@ impl World {
             self.apply(lp, &op);
             self.in_io = false;
         }
+        if self.panicking {
+            // It panics once: a persistent reader that panicked every time would leave the
+            // program little else to do.
+            self.watchers.get_mut(&id).expect("known watcher").then = None;
+            self.panic_if_planned();
+        }
     }
 
     fn on_once(&mut self, lp: &EventLoop, id: u64) {
@@ -1512,6 +1736,23 @@ impl World {
         if !self.check_behind(&what) {
             return;
         }
+        match self.next_of_leftover(Some(id), false) {
+            Some(false) => {} // failed
+            Some(true) => self.once_runs(lp, id),
+            None => self.once_of_this_pass(lp, id, key, remote, &what),
+        }
+    }
+
+    /// A `call_soon`, a timer or a threadsafe callback queued in this pass.
+    fn once_of_this_pass(
+        &mut self,
+        lp: &EventLoop,
+        id: u64,
+        key: Option<(Instant, u64)>,
+        remote: bool,
+        what: &str,
+    ) {
+        let what = what.to_string();
         match key {
             None if remote => {
                 if !self.enter_phase(1, &what) || !self.next_of(true, id, &what) {
@@ -1557,6 +1798,12 @@ impl World {
                 }
             }
         }
+        self.once_runs(lp, id);
+    }
+
+    /// What a `call_soon`, a timer or a threadsafe callback does once checked: it is done,
+    /// and applies its nested op (a panic last).
+    fn once_runs(&mut self, lp: &EventLoop, id: u64) {
         let once = self.onces.get_mut(&id).expect("known callback");
         once.ran = true;
         once.handle = None;
@@ -1567,6 +1814,7 @@ impl World {
         if let Some(op) = then {
             self.apply(lp, &op);
         }
+        self.panic_if_planned();
     }
 
     fn end_pass(&mut self, lp: &EventLoop, result: io::Result<()>) {
@@ -1574,6 +1822,9 @@ impl World {
             self.fail("run error", format!("run_* failed: {e}"));
         }
         self.check_behind("the end of the pass");
+        if self.next_of_leftover(None, false).is_some() {
+            return; // failed: what the last panic left did not all run
+        }
         if self.pass.as_ref().expect("in a pass").phase < 2 {
             self.enter_phase(2, "the end of the pass");
         }
@@ -1600,13 +1851,16 @@ impl World {
         }
         let queued =
             (pass.soon.len() + pass.io.len() + fired + pass.remote.len()) as u64 + pass.woken_by_io;
-        if run + skipped != queued {
+        let (least, most) = pass.leftover_len;
+        let queued = (queued + least as u64)..=(queued + most as u64);
+        if !queued.contains(&(run + skipped)) {
             self.fail(
                 "stats",
                 format!(
                     "{run} callback(s) ran and {skipped} were skipped, but the pass should have \
-                     queued {queued}: {} call_soon or task step, {} I/O, {fired} timer(s), {} \
-                     task step(s) woken by I/O, {} from the cross-thread queue",
+                     queued {queued:?}: {} call_soon or task step, {} I/O, {fired} timer(s), \
+                     {} task step(s) woken by I/O, {} from the cross-thread queue, {least} to \
+                     {most} left by a panic",
                     pass.soon.len(),
                     pass.io.len(),
                     pass.woken_by_io,
@@ -1651,6 +1905,77 @@ impl World {
     }
 }
 
+impl World {
+    /// The pass ended in a planned panic, propagated out of `run_*`. The loop keeps what it
+    /// had not run at the front of its deque, in its order: the steps the panicking I/O
+    /// callback woke, what the last panic left and this pass has not run, the rest of the
+    /// snapshot (`call_soon`s and task steps, I/O entries with the cross-thread queue's, the
+    /// fired timers). That becomes the next pass's leftover.
+    fn end_pass_panicked(&mut self, lp: &EventLoop) {
+        self.panics += 1;
+        self.in_io = false;
+        let mut pass = self.pass.take().expect("in a pass");
+        let st = lp.stats();
+        let b = pass.before;
+        if st.iterations - b.iterations != 1 {
+            self.fail(
+                "stats",
+                format!("one run_* made {} iterations", st.iterations - b.iterations),
+            );
+        }
+        // The panicking callback is not counted: it did not return.
+        let run = st.callbacks_run - b.callbacks_run;
+        if run + 1 != pass.runs {
+            self.fail(
+                "stats",
+                format!(
+                    "callbacks_run grew by {run} in a pass that panicked, but {} of the \
+                     program's callbacks ran, the panicking one included",
+                    pass.runs
+                ),
+            );
+        }
+        let mut left = VecDeque::new();
+        if !pass.behind.is_empty() {
+            self.panics_after_wake += 1;
+            left.push_back(Block::Ordered(std::mem::take(&mut pass.behind)));
+        }
+        left.extend(std::mem::take(&mut pass.leftover));
+        let soon: VecDeque<u64> = pass.soon[pass.soon_at..].iter().copied().collect();
+        if !soon.is_empty() {
+            left.push_back(Block::Ordered(soon));
+        }
+        let watchers: Vec<u64> = pass
+            .io
+            .iter()
+            .filter(|(_, e)| !e.ran)
+            .map(|(id, _)| *id)
+            .collect();
+        let remote: VecDeque<u64> = pass.remote[pass.remote_at..].iter().copied().collect();
+        if !watchers.is_empty() || !remote.is_empty() {
+            left.push_back(Block::Io { watchers, remote });
+        }
+        // The fired timers after the last one that ran (the panicking one, if it was a
+        // timer): those before it were run or skipped already.
+        let fired = (st.timers_fired - b.timers_fired) as usize;
+        let reached = pass.timers[..fired.min(pass.timers.len())]
+            .iter()
+            .rposition(|(_, id)| self.onces[id].ran)
+            .map_or(0, |i| i + 1);
+        let mut timers = VecDeque::new();
+        for (i, &(key, id)) in pass.timers.iter().take(fired).enumerate() {
+            if i >= reached {
+                timers.push_back(id);
+            }
+            self.timers.remove(&key);
+        }
+        if !timers.is_empty() {
+            left.push_back(Block::Ordered(timers));
+        }
+        self.leftover = left;
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The driver
 
@@ -1672,6 +1997,12 @@ pub struct Outcome {
     pub behind_io_later: u64,
     /// Threadsafe callbacks, and steps of tasks woken from other threads, that ran.
     pub remote_runs: u64,
+    /// Panics that propagated out of `run_*`.
+    pub panics: u64,
+    /// Task steps that panicked (each task catches its own and finishes).
+    pub task_panics: u64,
+    /// Panics of an I/O callback that had woken a task: its step must run first next time.
+    pub panics_after_wake: u64,
 }
 
 /// Runs the ops of `program` whose indices are in `selection` (increasing), on
@@ -1737,6 +2068,11 @@ fn drive(
             tasks: BTreeMap::new(),
             in_io: false,
             remote: Vec::new(),
+            leftover: VecDeque::new(),
+            panicking: false,
+            panics: 0,
+            task_panics: 0,
+            panics_after_wake: 0,
             next_id: 0,
             next_seq: 0,
             pass: None,
@@ -1751,6 +2087,7 @@ fn drive(
         })
     });
     WORLD.with(|w| *w.borrow_mut() = Rc::downgrade(&world));
+    quiet_planned_panics();
     let mut outcome = Outcome::default();
     let mut failure = None;
     for &index in selection {
@@ -1761,8 +2098,12 @@ fn drive(
                 let once = world
                     .borrow_mut()
                     .begin_pass(&lp, matches!(op, Op::RunOnce));
-                let result = if once { lp.run_once() } else { lp.run_nowait() };
-                world.borrow_mut().end_pass(&lp, result);
+                let run = || if once { lp.run_once() } else { lp.run_nowait() };
+                match panic::catch_unwind(AssertUnwindSafe(run)) {
+                    Ok(result) => world.borrow_mut().end_pass(&lp, result),
+                    Err(p) if p.is::<PlannedPanic>() => world.borrow_mut().end_pass_panicked(&lp),
+                    Err(p) => panic::resume_unwind(p),
+                }
             }
             _ => world.borrow_mut().apply(&lp, op),
         }
@@ -1788,6 +2129,9 @@ fn drive(
         outcome.behind_io = w.behind_io;
         outcome.behind_io_later = w.behind_io_later;
         outcome.remote_runs = w.remote_runs;
+        outcome.panics = w.panics;
+        outcome.task_panics = w.task_panics;
+        outcome.panics_after_wake = w.panics_after_wake;
     }
     // Tear down: the loop first (it holds the callbacks), then the fds, then the range.
     drop(lp);
