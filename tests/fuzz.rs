@@ -71,7 +71,7 @@ fn a_million_operations_per_backend() {
     for backend in Backend::available() {
         let started = Instant::now();
         let (mut ops, mut iterations, mut callbacks) = (0, 0, 0);
-        let (mut steps, mut behind_io, mut remote) = (0, 0, 0);
+        let (mut steps, mut behind_io, mut remote, mut panics) = (0, 0, 0, 0);
         for seed in 1000..1000 + SEEDS_LONG {
             let outcome = fuzz_model::run(backend, seed, PER_SEED);
             ops += outcome.ops;
@@ -80,12 +80,14 @@ fn a_million_operations_per_backend() {
             steps += outcome.task_steps;
             behind_io += outcome.behind_io;
             remote += outcome.remote_runs;
+            panics += outcome.panics;
         }
         assert!(ops >= 1_000_000, "{backend}: only {ops} operations ran");
         eprintln!(
             "{backend}: {ops} operations, {iterations} iterations, {callbacks} callbacks \
              ({steps} task steps, {behind_io} of them right behind the I/O callback that woke \
-             them; {remote} entries from the cross-thread queue) in {:?}",
+             them; {remote} entries from the cross-thread queue; {panics} panics out of \
+             run_*) in {:?}",
             started.elapsed()
         );
     }
