@@ -1,7 +1,8 @@
 //! The differential fuzzer on every backend: seeded random programs over the public API
 //! (readers, writers, fd close/dup/dup2/reuse, peer writes and closes, `call_soon`,
-//! `call_later`, cancellation, tasks spawned and woken, iterations) checked callback by
-//! callback, and step by step, against a model of what must run and in what order. The engine, and the exact rules it checks, are in
+//! `call_later`, cancellation, tasks spawned, woken and cancelled, sends from other threads,
+//! panics, iterations) checked callback by callback, and step by step, against a model of
+//! what must run and in what order. The engine, and the exact rules it checks, are in
 //! `tests/common/fuzz_model.rs`.
 //!
 //! - `cargo test --test fuzz` runs [`SEEDS`] × [`OPS`] operations per backend (debug build,

@@ -243,7 +243,8 @@ fn report(h: &Header, event_loop: &EventLoop, message: String) {
 
 /// `false`, from a function of its own: returned as a constant, the compiler merged it with
 /// the step's `true` into one test of the task's phase, kept in a register across the whole
-/// step (six instructions per step more than with nothing returned).
+/// step (twelve instructions more per spawned and awaited task than with no `bool` at all;
+/// six this way, `docs/16-performance.md`).
 #[cold]
 #[inline(never)]
 fn skipped_step() -> bool {

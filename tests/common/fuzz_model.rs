@@ -1527,7 +1527,10 @@ impl World {
         if !lost.is_empty() {
             self.fail(
                 "lost call_soon",
-                format!("call_soon callback(s) or task step(s) {lost:?} were queued before the pass, not cancelled, and did not run in it"),
+                format!(
+                    "call_soon callback(s) or task step(s) {lost:?} were queued before the \
+                     pass, not cancelled, and did not run in it"
+                ),
             );
         }
     }
