@@ -161,12 +161,11 @@ impl Model {
     fn probe(&self, result: io::Result<()>) -> Result<(), String> {
         match result {
             Ok(()) if self.status.is_none() => Ok(()),
-            // Reaped already, by the loop; possible only once it exited by itself.
-            Err(e) if e.kind() == io::ErrorKind::InvalidInput && self.kind != Kind::Long => Ok(()),
+            // Reaped already, by the loop: possible only once it exited, by itself or (for
+            // `sleep 30`, which cannot) by a kill.
             Err(e)
                 if e.kind() == io::ErrorKind::InvalidInput
-                    && self.kind == Kind::Long
-                    && self.killed =>
+                    && (self.kind != Kind::Long || self.killed) =>
             {
                 Ok(())
             }

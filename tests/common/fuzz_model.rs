@@ -1755,15 +1755,14 @@ impl World {
         remote: bool,
         what: &str,
     ) {
-        let what = what.to_string();
         match key {
             None if remote => {
-                if !self.enter_phase(1, &what) || !self.next_of(true, id, &what) {
+                if !self.enter_phase(1, what) || !self.next_of(true, id, what) {
                     return;
                 }
             }
             None => {
-                if !self.enter_phase(0, &what) || !self.next_of(false, id, &what) {
+                if !self.enter_phase(0, what) || !self.next_of(false, id, what) {
                     return;
                 }
             }
@@ -1775,7 +1774,7 @@ impl World {
                         format!("{what} ran {:?} before its deadline", key.0 - now),
                     );
                 }
-                if !self.enter_phase(2, &what) {
+                if !self.enter_phase(2, what) {
                     return;
                 }
                 let pass = self.pass.as_ref().expect("in a pass");
@@ -1916,7 +1915,6 @@ impl World {
     /// fired timers). That becomes the next pass's leftover.
     fn end_pass_panicked(&mut self, lp: &EventLoop) {
         self.panics += 1;
-        self.in_io = false;
         let mut pass = self.pass.take().expect("in a pass");
         let st = lp.stats();
         let b = pass.before;
