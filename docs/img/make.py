@@ -678,14 +678,14 @@ def timer_slots():
     tx, ty, tw = 300, 100, 330
     g.rect(tx, ty, tw, 250, "b-step")
     g.text(tx + 12, ty + 22, "slot table (one per loop)", "h")
-    g.text(tx + 12, ty + 40, "state · store, index · handles · held · where", "s mu")
+    g.text(tx + 12, ty + 40, "state · store, index · handle? · held: 8 bytes", "s mu")
     rows = [
-        ("s0", "Scheduled · 0, 2 · 0 · held · main.rs:9", "b-n"),
-        ("s1", "Cancelled · 1, 4 · 1 · held", "b-n"),
-        ("s2", "Scheduled · 0, 0 · 1 · held", "b-n"),
-        ("s3", "Scheduled · 1, 7 · 1 · held · main.rs:12", "b-tm"),
-        ("s4", "Done · 1, 3 · 1 (a kept handle)", "b-n"),
-        ("s5", "Scheduled · 0, 1 · 0 · held", "b-n"),
+        ("s0", "Scheduled · 0, 2 · held", "b-n"),
+        ("s1", "Cancelled · 1, 4 · handle · held", "b-n"),
+        ("s2", "Scheduled · 0, 0 · handle · held", "b-n"),
+        ("s3", "Scheduled · 1, 7 · handle · held", "b-tm"),
+        ("s4", "Done · 1, 3 · handle (kept, cloned)", "b-n"),
+        ("s5", "Scheduled · 0, 1 · held", "b-n"),
         ("s6", "free", "b-n"),
     ]
     row_y = {}
@@ -748,9 +748,10 @@ def timer_slots():
         "A timer scheduled with call_later is three things. In the 4-ary timer heap, a 16-byte "
         "entry holds its deadline, a sequence number and its slot number, so ordering never "
         "reads anything else. In the slot table, its slot holds its state (Scheduled, Queued, "
-        "Done or Cancelled), which closure store and index hold its closure, how many "
-        "TimerHandles name it, whether the heap or the deque still does, and where it was "
-        "scheduled. Its closure sits inline in the store of its closure type, a vector of "
+        "Done or Cancelled), which closure store and index hold its closure, whether a "
+        "TimerHandle names it (clones past the first are counted in a side table) and whether "
+        "the heap or the deque still does, in 8 bytes; where it was scheduled is its closure "
+        "store's. Its closure sits inline in the store of its closure type, a vector of "
         "options. The TimerHandle and, after step 5, the ready deque's Ready::Timer entry name "
         "the slot; the entry also carries where the closure is, so that running it loads the "
         "slot and the closure at once. Step 6 takes the closure out of its store and calls it. A slot is reused only "

@@ -10,19 +10,24 @@
 //!
 //! ```text
 //!  heap entry (timers.rs)       slot table (one per loop)           closure stores
-//!  [deadline | seq, slot] ---> slots[slot] = { index, handles, ---> stores[store]
-//!                                             store, state, flags }    .closures[index]
-//!  TimerHandle { slot } -----------^         12 bytes                  = Some(F), inline
+//!  [deadline | seq, slot] ---> slots[slot] = { index, store, ---> stores[store]
+//!                                             state, flags }       .closures[index]
+//!  TimerHandle { slot } -----------^         8 bytes                 = Some(F), inline
 //! ```
 //!
 //! - **A slot** is the timer's state (`Scheduled`, `Queued`, `Done`, `Cancelled`; the
-//!   machine of `cells.rs`), how many [`TimerHandle`](crate::TimerHandle)s name it, and
+//!   machine of `cells.rs`), whether a [`TimerHandle`](crate::TimerHandle) names it, and
 //!   whether the heap or the ready deque still names it (`held`). It is freed for the next
 //!   timer when neither is true any more: a handle keeps answering `is_done()` for as long
-//!   as it exists, and a stale handle can never reach another timer's slot. A slot is 12
+//!   as it exists, and a stale handle can never reach another timer's slot. A slot is 8
 //!   bytes: every timer of a burst writes one in memory touched for the first time, and a
 //!   page fault per 4 KiB of such memory is most of what inserting a million timers costs
 //!   (`docs/16-performance.md`).
+//! - **Handles are counted by a flag**, since almost every timer has exactly one (the one
+//!   `call_later` returned). Its clones, rarer, are counted in a side table of the slot
+//!   table, by slot (`extra_handles`), and the slot's [`MANY`] flag says it has an entry
+//!   there; the entry goes with the last clone. A program that clones handles pays for a
+//!   hash map operation on each clone and on each drop while clones are out.
 //! - **A closure store** is a `Vec<Option<F>>` for one closure type `F` (one per call site,
 //!   in practice), with its own free list. The closure's size is known only to its type, so
 //!   the table cannot hold it; the store can, with no box. Stores are found by `TypeId`, the
@@ -114,18 +119,20 @@ pub(crate) struct SlotTable {
     /// ([`Store::location`]), by slot: exactly the slots marked [`ELSEWHERE`]. An entry is
     /// written when its timer is given the slot and removed when the slot is freed.
     other_locations: HashMap<u32, &'static Location<'static>>,
+    /// How many handles name a slot beyond the one its [`HANDLED`] flag counts, by slot:
+    /// exactly the slots marked [`MANY`]. An entry is written by the first clone and
+    /// removed when the count is back to one handle.
+    extra_handles: HashMap<u32, u32>,
 }
 
-/// One timer, in 12 bytes (see the module docs).
+/// One timer, in 8 bytes (see the module docs).
 struct TimerSlot {
     /// Where in its store the closure is.
     index: u32,
-    /// The [`TimerHandle`](crate::TimerHandle)s naming this slot.
-    handles: u32,
     /// Which store holds the closure ([`MAX_STORES`] at most).
     store: u16,
     state: State,
-    /// [`HELD`] and [`ELSEWHERE`].
+    /// [`HELD`], [`HANDLED`], [`MANY`] and [`ELSEWHERE`].
     flags: u8,
 }
 
@@ -134,6 +141,11 @@ const HELD: u8 = 1;
 /// A slot's flag: its timer was scheduled elsewhere than its store's first one, and
 /// `other_locations` says where.
 const ELSEWHERE: u8 = 2;
+/// A slot's flag: at least one [`TimerHandle`](crate::TimerHandle) names it.
+const HANDLED: u8 = 4;
+/// A slot's flag (with [`HANDLED`]): more than one handle names it, and `extra_handles`
+/// counts the others.
+const MANY: u8 = 8;
 
 impl TimerSlot {
     /// Whether the heap or the ready deque still names this slot.
@@ -171,11 +183,28 @@ impl SlotTable {
     #[inline]
     fn free_if_unnamed(&mut self, slot: u32) {
         let s = &self.slots[slot as usize];
-        if s.handles == 0 && !s.held() {
+        if s.flags & (HANDLED | HELD) == 0 {
             if s.flags & ELSEWHERE != 0 {
                 self.forget_location(slot);
             }
             self.free.push(slot);
+        }
+    }
+
+    /// One of the clones counted in `extra_handles` for `slot` was dropped; the entry goes
+    /// when it was the last, and the slot's flag with it. The slot stays named (by
+    /// [`HANDLED`]'s one handle at least).
+    #[cold]
+    #[inline(never)]
+    fn drop_extra_handle(&mut self, slot: u32) {
+        let extra = self
+            .extra_handles
+            .get_mut(&slot)
+            .expect("a slot marked MANY has its count in extra_handles");
+        *extra -= 1;
+        if *extra == 0 {
+            self.extra_handles.remove(&slot);
+            self.slots[slot as usize].flags &= !MANY;
         }
     }
 
@@ -411,10 +440,9 @@ impl TimerSlots {
         let (store, index, usual) = self.put(callback, location);
         let slot = TimerSlot {
             index,
-            handles: 1,
             store,
             state: State::Scheduled,
-            flags: HELD,
+            flags: HELD | HANDLED,
         };
         let mut table = self.table.borrow_mut();
         let table = &mut *table;
@@ -600,13 +628,19 @@ impl TimerSlots {
         self.stores.erased(u32::from(s.store)).location()
     }
 
-    /// One more handle names `slot`.
+    /// One more handle names `slot`, which a handle names already (this is its clone).
     pub(crate) fn add_handle(&self, slot: u32) {
         let mut table = self.table.borrow_mut();
+        let table = &mut *table;
         let s = &mut table.slots[slot as usize];
+        debug_assert!(
+            s.flags & HANDLED != 0,
+            "a clone of a handle that names the slot"
+        );
+        s.flags |= MANY;
+        let extra = table.extra_handles.entry(slot).or_insert(0);
         // A wrapped count would free the slot while handles still name it.
-        s.handles = s
-            .handles
+        *extra = extra
             .checked_add(1)
             .expect("fewer than 2^32 clones of one TimerHandle");
     }
@@ -615,8 +649,13 @@ impl TimerSlots {
     #[inline]
     pub(crate) fn drop_handle(&self, slot: u32) {
         let mut table = self.table.borrow_mut();
-        table.slots[slot as usize].handles -= 1;
-        table.free_if_unnamed(slot);
+        let s = &mut table.slots[slot as usize];
+        if s.flags & MANY == 0 {
+            s.flags &= !HANDLED;
+            table.free_if_unnamed(slot);
+        } else {
+            table.drop_extra_handle(slot);
+        }
     }
 
     /// The loop is closing: every pending timer becomes `Cancelled` and is named by nothing
@@ -661,6 +700,12 @@ impl TimerSlots {
         table.slots.len() - table.free.len()
     }
 
+    /// How many slots have their extra handles counted in the side table (`extra_handles`).
+    #[cfg(test)]
+    pub(crate) fn slots_with_clones(&self) -> usize {
+        self.table.borrow().extra_handles.len()
+    }
+
     /// How many timers have their location in the side table (`other_locations`).
     #[cfg(test)]
     pub(crate) fn other_locations(&self) -> usize {
@@ -687,10 +732,11 @@ impl TimerSlots {
 mod tests {
     use super::*;
 
-    /// A slot is 12 bytes: a burst of a million timers touches 12 MB of fresh slots, not the
-    /// 24 MB it took while a slot kept its timer's location.
+    /// A slot is 8 bytes: a burst of a million timers touches 8 MB of fresh slots, not the
+    /// 12 MB it took while a slot counted its handles, nor the 24 MB while it kept its
+    /// timer's location.
     #[test]
-    fn a_slot_is_twelve_bytes() {
-        assert_eq!(std::mem::size_of::<TimerSlot>(), 12);
+    fn a_slot_is_eight_bytes() {
+        assert_eq!(std::mem::size_of::<TimerSlot>(), 8);
     }
 }

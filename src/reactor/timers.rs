@@ -840,6 +840,77 @@ mod tests {
         assert_eq!(ids(&mut ready, &log), [2, 3]);
     }
 
+    /// A timer's handles are counted by a flag of its slot and, past the first, in the slot
+    /// table's side table: however many clones there are and in whatever order they and the
+    /// first handle are dropped, before or after the timer runs, the slot stays the timer's
+    /// until the last one goes, and the side table empties.
+    #[test]
+    fn clones_of_a_handle_keep_its_slot_until_the_last_one_is_dropped_in_any_order() {
+        let t0 = Instant::now();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut timers = Timers::new();
+        let mut ready = VecDeque::new();
+        // Which handle goes at each step, out of the first (0) and four clones (1 to 4).
+        for (round, order) in [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 1, 3]]
+            .into_iter()
+            .enumerate()
+        {
+            let round = round as u32;
+            let first = push(&mut timers, t0, &log, round);
+            let slot = first.slot;
+            let mut handles: Vec<Option<TimerHandle>> = vec![Some(first)];
+            for _ in 0..4 {
+                let clone = handles[0].clone();
+                handles.push(clone);
+            }
+            assert_eq!(timers.slots.slots_with_clones(), 1);
+            if round == 1 {
+                // This one runs while every handle is out.
+                assert_eq!(timers.expire(t0, &mut ready), 1);
+                assert_eq!(ids(&mut ready, &log), [round]);
+            }
+            for (step, &h) in order.iter().enumerate() {
+                drop(handles[h].take());
+                let left = order.len() - step - 1;
+                let named = left > 0 || round != 1; // unrun timers are held by the heap
+                assert_eq!(
+                    timers.slots.slots_in_use(),
+                    usize::from(named),
+                    "{order:?} {step}"
+                );
+                assert_eq!(timers.slots.slots_with_clones(), usize::from(left > 1));
+                if left > 0 {
+                    let any = handles.iter().flatten().next().expect("a handle is left");
+                    assert_eq!(any.slot, slot);
+                    assert_eq!(any.is_done(), round == 1);
+                    assert!(!any.is_cancelled());
+                }
+            }
+            if round != 1 {
+                // Every handle is gone; the timer still runs, then frees its slot.
+                assert_eq!(timers.expire(t0, &mut ready), 1);
+                assert_eq!(ids(&mut ready, &log), [round]);
+                assert_eq!(timers.slots.slots_in_use(), 0);
+            }
+        }
+        // A clone cancels for all, and the slot waits for the heap and every handle.
+        let first = push(&mut timers, t0, &log, 9);
+        let clone = first.clone();
+        clone.cancel();
+        assert!(first.is_cancelled());
+        drop(first);
+        assert_eq!(timers.slots.slots_in_use(), 1);
+        drop(clone);
+        assert_eq!(
+            timers.slots.slots_in_use(),
+            1,
+            "the heap still holds its entry"
+        );
+        assert_eq!(timers.expire(t0, &mut ready), 0);
+        assert_eq!(timers.slots.slots_in_use(), 0);
+        assert_eq!(timers.slots.slots_with_clones(), 0);
+    }
+
     /// A queued timer's ready entry names its closure's place (`Ready::Timer`'s `place`).
     /// Cancelled while queued, its place is freed at once and the next timer of the same
     /// closure type takes it: the old entry is then skipped without touching the place, and
