@@ -57,6 +57,10 @@ per_backend! {
                 "{backend}, seed {seed}: the program's panics were not all exercised: \
                  {outcome:?}"
             );
+            assert!(
+                outcome.handle_clones > 0 && outcome.handle_drops > 0,
+                "{backend}, seed {seed}: no timer handle was cloned or dropped: {outcome:?}"
+            );
             eprintln!("{backend}, seed {seed}: {outcome:?}");
         }
     }
@@ -73,6 +77,7 @@ fn a_million_operations_per_backend() {
         let started = Instant::now();
         let (mut ops, mut iterations, mut callbacks) = (0, 0, 0);
         let (mut steps, mut behind_io, mut remote, mut panics) = (0, 0, 0, 0);
+        let mut clones = 0;
         for seed in 1000..1000 + SEEDS_LONG {
             let outcome = fuzz_model::run(backend, seed, PER_SEED);
             ops += outcome.ops;
@@ -82,13 +87,14 @@ fn a_million_operations_per_backend() {
             behind_io += outcome.behind_io;
             remote += outcome.remote_runs;
             panics += outcome.panics;
+            clones += outcome.handle_clones;
         }
         assert!(ops >= 1_000_000, "{backend}: only {ops} operations ran");
         eprintln!(
             "{backend}: {ops} operations, {iterations} iterations, {callbacks} callbacks \
              ({steps} task steps, {behind_io} of them right behind the I/O callback that woke \
              them; {remote} entries from the cross-thread queue; {panics} panics out of \
-             run_*) in {:?}",
+             run_*; {clones} timer handles cloned) in {:?}",
             started.elapsed()
         );
     }

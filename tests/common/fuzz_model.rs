@@ -234,8 +234,14 @@ pub enum Op {
         delay_us: u16,
         then: Option<Box<Op>>,
     },
-    /// Cancel a pending `call_soon` or timer.
+    /// Cancel a pending `call_soon` or timer (through a clone of the timer's handle if the
+    /// model dropped the handle `call_later` returned; not at all if it dropped them all).
     Cancel { which: u8 },
+    /// On a timer whose handles the model keeps (run or cancelled ones included): clone one
+    /// of them (`act` 0 or 1), drop one (2: the first handle or the last clone, by `act`'s
+    /// higher bits), or neither (3). Then every handle it keeps must agree with the model
+    /// (`is_done`, `is_cancelled`, `when`). A timer whose handles are all dropped still runs.
+    TimerHandles { which: u8, act: u8 },
     /// `spawn` a task (when fewer than [`MAX_TASKS`] are unfinished) that finishes after
     /// `steps` steps; each of its steps applies `then`, and all but the last park it until
     /// something wakes it.
@@ -287,7 +293,7 @@ fn nested(rng: &mut Rng, depth: u32) -> Option<Box<Op>> {
 }
 
 fn gen_op(rng: &mut Rng, depth: u32) -> Op {
-    let r = rng.below(119);
+    let r = rng.below(122);
     match r {
         0..=16 => Op::RunNowait,
         17..=18 => Op::RunOnce,
@@ -345,9 +351,13 @@ fn gen_op(rng: &mut Rng, depth: u32) -> Op {
             then: nested(rng, depth),
         },
         114..=115 => Op::WakeFromThread { which: rng.sel() },
+        116..=118 => Op::TimerHandles {
+            which: rng.sel(),
+            act: rng.sel(),
+        },
         // Panics are nested ops only; at the top the draw is an iteration.
         _ if depth == 0 => Op::RunNowait,
-        116..=117 => Op::Panic,
+        119..=120 => Op::Panic,
         _ => Op::WakeThenPanic { which: rng.sel() },
     }
 }
@@ -466,6 +476,8 @@ struct OnceM {
     /// Posted through the `Remote` (not cancellable; runs in the I/O phase).
     remote: bool,
     handle: Option<OnceHandle>,
+    /// Clones of a timer's handle the model keeps (`Op::TimerHandles`); they outlive the run.
+    clones: Vec<TimerHandle>,
     then: Option<Op>,
     cancelled: bool,
     ran: bool,
@@ -644,6 +656,11 @@ struct World {
     timers: BTreeMap<(Instant, u64), u64>,
     /// Cancellable callbacks: not run, not cancelled.
     pending: Vec<u64>,
+    /// Timers the model keeps a handle of (the first one or a clone), run or not.
+    held: Vec<u64>,
+    /// `Op::TimerHandles` that found a timer: clones made, handles dropped.
+    handle_clones: u64,
+    handle_drops: u64,
     next_id: u64,
     next_seq: u64,
     pass: Option<Pass>,
@@ -947,6 +964,7 @@ impl World {
                     OnceM {
                         remote: false,
                         handle: Some(OnceHandle::Soon(handle)),
+                        clones: Vec::new(),
                         then: then.as_deref().cloned(),
                         cancelled: false,
                         ran: false,
@@ -973,6 +991,7 @@ impl World {
                     OnceM {
                         remote: false,
                         handle: Some(OnceHandle::Timer(handle)),
+                        clones: Vec::new(),
                         then: then.as_deref().cloned(),
                         cancelled: false,
                         ran: false,
@@ -980,25 +999,36 @@ impl World {
                     },
                 );
                 self.pending.push(id);
+                self.held.push(id);
             }
             Op::Cancel { which } => {
                 if self.pending.is_empty() {
                     return;
                 }
                 let i = *which as usize % self.pending.len();
-                let id = self.pending.swap_remove(i);
+                let id = self.pending[i];
                 let once = self.onces.get_mut(&id).expect("pending callback");
-                once.cancelled = true;
                 match once.handle.take() {
                     Some(OnceHandle::Soon(h)) => h.cancel(),
                     Some(OnceHandle::Timer(h)) => h.cancel(),
-                    None => {}
+                    None => match once.clones.first() {
+                        Some(clone) => clone.cancel(), // kept: a clone outlives the timer
+                        None => return,                // no handle left: it cannot be cancelled
+                    },
                 }
+                once.cancelled = true;
+                let unheld = once.key.is_some() && once.clones.is_empty();
+                self.pending.swap_remove(i);
+                if unheld {
+                    self.unhold(id);
+                }
+                let once = self.onces.get_mut(&id).expect("pending callback");
                 once.then = None;
                 if let Some(key) = once.key {
                     self.timers.remove(&key);
                 }
             }
+            Op::TimerHandles { which, act } => self.timer_handles(*which, *act),
             Op::Spawn { steps, then } => {
                 if self.tasks.values().filter(|t| !t.done).count() >= MAX_TASKS {
                     return;
@@ -1087,6 +1117,7 @@ impl World {
                     OnceM {
                         remote: true,
                         handle: None,
+                        clones: Vec::new(),
                         then: then.as_deref().cloned(),
                         cancelled: false,
                         ran: false,
@@ -1803,13 +1834,78 @@ impl World {
         self.once_runs(lp, id);
     }
 
+    /// `Op::TimerHandles`: clones or drops a handle of a timer the model keeps one of, then
+    /// checks every handle it keeps of that timer.
+    fn timer_handles(&mut self, which: u8, act: u8) {
+        let Some(id) = pick(&self.held, which) else {
+            return;
+        };
+        let once = self.onces.get_mut(&id).expect("a held timer");
+        match act % 4 {
+            0 | 1 => {
+                let clone = match (&once.handle, once.clones.first()) {
+                    (Some(OnceHandle::Timer(h)), _) | (_, Some(h)) => h.clone(),
+                    _ => unreachable!("a held timer has a handle"),
+                };
+                once.clones.push(clone);
+                self.handle_clones += 1;
+            }
+            2 => {
+                if once.handle.is_some() && (once.clones.is_empty() || act & 4 == 0) {
+                    once.handle = None; // the timer still runs, unless a clone cancels it
+                } else {
+                    once.clones.pop();
+                }
+                self.handle_drops += 1;
+                if once.handle.is_none() && once.clones.is_empty() {
+                    self.unhold(id);
+                    return;
+                }
+            }
+            _ => {}
+        }
+        let once = &self.onces[&id];
+        let when = once.key.expect("a timer").0;
+        let first = match &once.handle {
+            Some(OnceHandle::Timer(h)) => Some(h),
+            _ => None,
+        };
+        let seen: Vec<(bool, bool, Instant)> = first
+            .into_iter()
+            .chain(&once.clones)
+            .map(|h| (h.is_done(), h.is_cancelled(), h.when()))
+            .collect();
+        let expected = (once.ran, once.cancelled, when);
+        if let Some(wrong) = seen.iter().find(|got| **got != expected) {
+            self.fail(
+                "timer handle",
+                format!(
+                    "a handle of timer {id} says (done, cancelled, when) = {wrong:?}; the model \
+                     says {expected:?} ({} handles kept)",
+                    seen.len()
+                ),
+            );
+        }
+    }
+
+    /// The model keeps no handle of timer `id` any more.
+    fn unhold(&mut self, id: u64) {
+        if let Some(i) = self.held.iter().position(|h| *h == id) {
+            self.held.swap_remove(i);
+        }
+    }
+
     /// What a `call_soon`, a timer or a threadsafe callback does once checked: it is done,
     /// and applies its nested op (a panic last).
     fn once_runs(&mut self, lp: &EventLoop, id: u64) {
         let once = self.onces.get_mut(&id).expect("known callback");
         once.ran = true;
         once.handle = None;
+        let unheld = once.key.is_some() && once.clones.is_empty();
         let then = once.then.take();
+        if unheld {
+            self.unhold(id);
+        }
         if let Some(i) = self.pending.iter().position(|p| *p == id) {
             self.pending.swap_remove(i);
         }
@@ -2004,6 +2100,9 @@ pub struct Outcome {
     pub task_panics: u64,
     /// Panics of an I/O callback that had woken a task: its step must run first next time.
     pub panics_after_wake: u64,
+    /// Clones of timer handles made, and timer handles dropped, by `Op::TimerHandles`.
+    pub handle_clones: u64,
+    pub handle_drops: u64,
 }
 
 /// Runs the ops of `program` whose indices are in `selection` (increasing), on
@@ -2066,6 +2165,9 @@ fn drive(
             deque: Vec::new(),
             timers: BTreeMap::new(),
             pending: Vec::new(),
+            held: Vec::new(),
+            handle_clones: 0,
+            handle_drops: 0,
             tasks: BTreeMap::new(),
             in_io: false,
             remote: Vec::new(),
@@ -2133,6 +2235,8 @@ fn drive(
         outcome.panics = w.panics;
         outcome.task_panics = w.task_panics;
         outcome.panics_after_wake = w.panics_after_wake;
+        outcome.handle_clones = w.handle_clones;
+        outcome.handle_drops = w.handle_drops;
     }
     // Tear down: the loop first (it holds the callbacks), then the fds, then the range.
     drop(lp);
