@@ -451,6 +451,12 @@ struct FileM {
     peer: Option<UnixStream>,
     eof: bool,
     names: usize,
+    /// The pass in which data last came in while callbacks ran.
+    written_in: Option<u64>,
+    /// The pass whose wait may report a readiness this file no longer has (io_uring only):
+    /// data came in during the pass before, and a callback read it all since. See
+    /// [`World::stale_reads`].
+    stale_in: Option<u64>,
 }
 
 struct NumberM {
@@ -515,8 +521,11 @@ enum Block {
     /// does not know) and, among them, what the cross-thread queue brought (in order). A
     /// watcher removed or replaced since is skipped, whenever the loop reaches its entry: if
     /// that was before the panic, its entry is gone, so the model cannot count it exactly.
+    /// `maybe`: readers the wait may have reported though their file was empty (see
+    /// `World::stale_reads`); one may run among the others, none has to.
     Io {
         watchers: Vec<u64>,
+        maybe: Vec<u64>,
         remote: VecDeque<u64>,
     },
 }
@@ -589,6 +598,11 @@ struct Pass {
     soon: Vec<u64>,
     soon_at: usize,
     io: HashMap<u64, IoExp>,
+    /// Readers the wait may report though their file is empty (see `World::stale_reads`).
+    maybe_stale: Vec<u64>,
+    /// Readers that ran as what the last panic may have left (`Block::Io::maybe`): such a
+    /// run may as well have been this pass's own entry, so it stands for that too.
+    maybe_ran: Vec<u64>,
     timers: Vec<((Instant, u64), u64)>,
     /// Tasks the running I/O callback woke, which must run right after it, in this order.
     behind: VecDeque<u64>,
@@ -628,6 +642,12 @@ struct World {
     /// libkqueue (kqueue on Linux) has a use-after-free for a registered file kept alive by
     /// a dup (see `tests/fd_lifecycle.rs`): there, `Dup` and `Dup2` do nothing.
     no_dups: bool,
+    /// io_uring may report, once, a readiness a callback consumed before the wait: the
+    /// completion was posted when the data came in (the fd's poll was armed), and the wait
+    /// reaps it afterwards, whatever the file holds by then (edge case 26 in
+    /// `docs/edge-cases.md`; `docs/22-io-uring.md`). The other backends sample the level at
+    /// the wait. There, such a reader may run in the next pass, as a possible entry only.
+    stale_reads: bool,
     base: RawFd,
     files: HashMap<u64, FileM>,
     numbers: BTreeMap<RawFd, NumberM>,
@@ -755,6 +775,8 @@ impl World {
                 peer: Some(peer),
                 eof: false,
                 names: 1,
+                written_in: None,
+                stale_in: None,
             },
         );
         self.numbers.insert(n, NumberM { sock, file });
@@ -937,7 +959,12 @@ impl World {
                 let Some(peer) = f.peer.as_mut() else { return };
                 let data = [0x5a_u8; 20_000];
                 match peer.write(&data[..(*len).min(data.len())]) {
-                    Ok(k) => f.buffered += k,
+                    Ok(k) => {
+                        f.buffered += k;
+                        if k > 0 && self.pass.is_some() {
+                            f.written_in = Some(self.iteration);
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) => self.fail("environment", format!("write to the peer of fd {n}: {e}")),
                 }
@@ -1297,6 +1324,7 @@ impl World {
     fn next_of_leftover(&mut self, id: Option<u64>, watcher: bool) -> Option<bool> {
         let pass = self.pass.as_mut().expect("in a pass");
         let mut left = std::mem::take(&mut pass.leftover);
+        let mut maybe_ran = None;
         let matched = loop {
             let Some(front) = left.front_mut() else {
                 break None;
@@ -1315,28 +1343,44 @@ impl World {
                         Some(_) => break Some(false),
                     }
                 }
-                Block::Io { watchers, remote } => {
-                    // A removed or replaced watcher's entry is skipped.
-                    while remote.front().is_some_and(|&x| self.skipped(x)) {
-                        remote.pop_front();
-                    }
+                Block::Io {
+                    watchers,
+                    maybe,
+                    remote,
+                } => {
+                    // A removed or replaced watcher's entry is skipped, and so is a cancelled
+                    // callback's or a finished task's: they stay in the block (and in the
+                    // count) until it is exhausted, the model cannot tell which were passed.
                     if watcher {
                         if let Some(i) = watchers.iter().position(|&w| Some(w) == id) {
                             watchers.swap_remove(i);
                             break Some(true);
                         }
-                    } else if id.is_some() && remote.front().copied() == id {
-                        remote.pop_front();
-                        break Some(true);
+                        if let Some(i) = maybe.iter().position(|&w| Some(w) == id) {
+                            maybe.swap_remove(i);
+                            maybe_ran = id;
+                            break Some(true);
+                        }
+                    } else if let Some(i) = remote.iter().position(|&x| !self.skipped(x)) {
+                        // The cross-thread queue's entries keep the order they were sent in:
+                        // those skipped before this one were passed.
+                        if Some(remote[i]) == id {
+                            remote.drain(..=i);
+                            break Some(true);
+                        }
                     }
-                    if watchers.iter().any(|w| self.watchers[w].live) || !remote.is_empty() {
+                    if watchers.iter().any(|w| self.watchers[w].live)
+                        || remote.iter().any(|&x| !self.skipped(x))
+                    {
                         break Some(false);
                     }
                 }
             }
             left.pop_front(); // exhausted
         };
-        self.pass.as_mut().expect("in a pass").leftover = left;
+        let pass = self.pass.as_mut().expect("in a pass");
+        pass.leftover = left;
+        pass.maybe_ran.extend(maybe_ran);
         if matched == Some(false) {
             let front = self.pass.as_ref().and_then(|p| p.leftover.front());
             let (kind, message) = match id {
@@ -1367,10 +1411,15 @@ impl World {
                     range.0 += q.len();
                     range.1 += q.len();
                 }
-                Block::Io { watchers, remote } => {
+                Block::Io {
+                    watchers,
+                    maybe,
+                    remote,
+                } => {
                     let live = watchers.iter().filter(|w| self.watchers[w].live).count();
-                    range.0 += live + remote.len();
-                    range.1 += watchers.len() + remote.len();
+                    let due = remote.iter().filter(|&&x| !self.skipped(x)).count();
+                    range.0 += live + due;
+                    range.1 += watchers.len() + maybe.len() + remote.len();
                 }
             }
         }
@@ -1463,6 +1512,7 @@ impl World {
     fn begin_pass(&mut self, lp: &EventLoop, want_once: bool) -> bool {
         self.iteration += 1;
         let mut io = HashMap::new();
+        let mut maybe_stale = Vec::new();
         for (&n, sides) in &self.watch {
             let Some(num) = self.numbers.get(&n) else {
                 self.failure.get_or_insert((
@@ -1482,6 +1532,8 @@ impl World {
                             ran: false,
                         },
                     );
+                } else if self.stale_reads && f.stale_in == Some(self.iteration) {
+                    maybe_stale.push(r);
                 }
             }
             if let Some(w) = sides[1] {
@@ -1528,6 +1580,8 @@ impl World {
             soon,
             soon_at: 0,
             io,
+            maybe_stale,
+            maybe_ran: Vec::new(),
             timers,
             behind: VecDeque::new(),
             woken_by_io: 0,
@@ -1583,7 +1637,7 @@ impl World {
         }
         let mut lost = Vec::new();
         for (id, exp) in &pass.io {
-            if !exp.ran && self.watchers[id].live {
+            if !exp.ran && self.watchers[id].live && !pass.maybe_ran.contains(id) {
                 lost.push(format!("{} of fd {} (watcher {id})", exp.side, exp.fd));
             }
         }
@@ -1652,6 +1706,15 @@ impl World {
             return false;
         }
         let pass = self.pass.as_mut().expect("in a pass");
+        if !pass.io.contains_key(&id) && pass.maybe_stale.contains(&id) {
+            // A report the wait may give (see `World::stale_reads`): from now on, an entry.
+            let exp = IoExp {
+                fd: n,
+                side,
+                ran: false,
+            };
+            pass.io.insert(id, exp);
+        }
         match pass.io.get(&id) {
             None => {
                 let f = self
@@ -1730,6 +1793,9 @@ impl World {
                 );
             }
             f.buffered -= expect;
+            if f.buffered == 0 && f.written_in == Some(self.iteration) {
+                f.stale_in = Some(self.iteration + 1); // see `World::stale_reads`
+            }
         }
         if let Some(op) = self.watchers[&id].then.clone() {
             self.in_io = true;
@@ -1949,7 +2015,13 @@ impl World {
         }
         let queued =
             (pass.soon.len() + pass.io.len() + fired + pass.remote.len()) as u64 + pass.woken_by_io;
-        let (least, most) = pass.leftover_len;
+        let (least, mut most) = pass.leftover_len;
+        // A possible report not run may have been skipped: its watcher was removed first.
+        most += pass
+            .maybe_stale
+            .iter()
+            .filter(|id| !pass.io.contains_key(id))
+            .count();
         let queued = (queued + least as u64)..=(queued + most as u64);
         if !queued.contains(&(run + skipped)) {
             self.fail(
@@ -2042,15 +2114,26 @@ impl World {
         if !soon.is_empty() {
             left.push_back(Block::Ordered(soon));
         }
-        let watchers: Vec<u64> = pass
+        // Not run, or run only as what the last panic may have left: then not for sure.
+        let (maybe, watchers): (Vec<u64>, Vec<u64>) = pass
             .io
             .iter()
             .filter(|(_, e)| !e.ran)
             .map(|(id, _)| *id)
-            .collect();
+            .partition(|id| pass.maybe_ran.contains(id));
+        let mut maybe = maybe;
+        maybe.extend(
+            pass.maybe_stale
+                .iter()
+                .filter(|id| !pass.io.contains_key(id)),
+        );
         let remote: VecDeque<u64> = pass.remote[pass.remote_at..].iter().copied().collect();
-        if !watchers.is_empty() || !remote.is_empty() {
-            left.push_back(Block::Io { watchers, remote });
+        if !watchers.is_empty() || !maybe.is_empty() || !remote.is_empty() {
+            left.push_back(Block::Io {
+                watchers,
+                maybe,
+                remote,
+            });
         }
         // The fired timers after the last one that ran (the panicking one, if it was a
         // timer): those before it were run or skipped already.
@@ -2156,6 +2239,7 @@ fn drive(
         RefCell::new(World {
             me: me.clone(),
             no_dups: backend == Backend::Kqueue && cfg!(target_os = "linux"),
+            stale_reads: backend == Backend::IoUring,
             base: range.base,
             files: HashMap::new(),
             numbers: BTreeMap::new(),
