@@ -397,6 +397,48 @@ per_backend! {
         drop(b);
     }
 
+    fn edge_26_data_that_came_and_went_between_two_waits_is_reported_at_most_once(backend: Backend) {
+        // The reader's fd is empty at the wait; a callback then writes to it and reads it dry
+        // before the next wait. epoll, poll, select and kqueue look at the level when they
+        // wait: nothing to report. io_uring's armed poll posted its completion when the byte
+        // came in, and the next wait reaps it: the reader runs once and meets `WouldBlock`
+        // (`docs/22-io-uring.md`, "A readiness that came and went"). Never more than once.
+        let lp = new_loop(backend);
+        let (a, b) = pair();
+        let fd = b.as_raw_fd();
+        let (a, b) = (Rc::new(a), Rc::new(b)); // both ends outlive the callbacks: no EOF
+        let (calls, empty) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+        let (c, e, r) = (calls.clone(), empty.clone(), b.clone());
+        lp.add_reader(fd, move |_| {
+            c.set(c.get() + 1);
+            match (&*r).read(&mut [0u8; 8]) {
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => e.set(e.get() + 1),
+                other => panic!("the file was empty, the read returned {other:?}"),
+            }
+        })
+        .unwrap();
+        lp.run_nowait().unwrap(); // registered, armed, nothing to report
+        let (w, r) = (a.clone(), b.clone());
+        lp.call_soon(move |_| {
+            (&*w).write_all(b"x").unwrap();
+            assert_eq!((&*r).read(&mut [0u8; 8]).unwrap(), 1);
+        });
+        lp.run_nowait().unwrap(); // the byte comes and goes
+        assert_eq!(calls.get(), 0);
+        for _ in 0..5 {
+            lp.run_nowait().unwrap();
+        }
+        let most = if backend == Backend::IoUring { 1 } else { 0 };
+        assert!(
+            calls.get() <= most,
+            "{backend}: the reader of an empty fd ran {} time(s), at most {most} allowed",
+            calls.get()
+        );
+        assert_eq!(empty.get(), calls.get(), "every such call finds the fd empty");
+        assert!(lp.remove_reader(fd));
+        drop((a, b));
+    }
+
     fn edge_17_a_foreign_loop_can_embed_an_epoll_loop_through_its_fd(backend: Backend) {
         // Embedding (libev's ev_embed, asyncio-in-GTK): a foreign loop, here a bare selector
         // of any backend, watches the evloop's epoll fd and runs it without blocking whenever
