@@ -76,6 +76,36 @@ per_backend! {
         }
     }
 
+    fn run_once_is_not_asked_to_wait_for_what_a_panic_left_of_a_removed_watcher(backend: Backend) {
+        // Two ready readers: the first to run removes the other, whose entry the loop then
+        // passes over; a due timer panics, so the pass ends with that reader "not run". The
+        // loop's deque is empty, nothing else is due: the driver must pick `run_nowait`,
+        // since `run_once` would wait for ever (a seed sweep hung on this).
+        use fuzz_model::Op;
+        let remove = |fd| Some(Box::new(Op::RemoveReader { fd }));
+        let program = vec![
+            Op::Open { at: 0 },
+            Op::Open { at: 1 },
+            Op::Write { fd: 0, len: 10 },
+            Op::Write { fd: 1, len: 10 },
+            Op::AddReader { fd: 0, read: 10, then: remove(1) },
+            Op::AddReader { fd: 1, read: 10, then: remove(0) },
+            Op::CallLater { delay_us: 0, then: Some(Box::new(Op::Panic)) },
+            Op::RunNowait,
+            Op::RunOnce,
+        ];
+        let selection: Vec<usize> = (0..program.len()).collect();
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(fuzz_model::try_run(backend, &program, &selection));
+        });
+        let outcome = wait
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the program hung: run_once waited with nothing to do")
+            .unwrap_or_else(|f| panic!("{backend}: {} check failed: {}", f.kind, f.message));
+        assert_eq!((outcome.panics, outcome.iterations), (1, 2), "{backend}: {outcome:?}");
+    }
+
     fn programs_the_fuzzer_found_agree_with_the_model(backend: Backend) {
         for &(seed, ops, what) in FOUND {
             let selection = fuzz_model::parse_selection(ops).expect("a valid selection");
