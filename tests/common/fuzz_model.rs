@@ -521,8 +521,10 @@ enum Block {
     /// does not know) and, among them, what the cross-thread queue brought (in order). A
     /// watcher removed or replaced since is skipped, whenever the loop reaches its entry: if
     /// that was before the panic, its entry is gone, so the model cannot count it exactly.
-    /// `maybe`: readers the wait may have reported though their file was empty (see
-    /// `World::stale_reads`); one may run among the others, none has to.
+    /// `maybe`: entries that may be there or not, which may run among the others and need
+    /// not: readers the wait may have reported though their file was empty (see
+    /// `World::stale_reads`), and entries of the panicked pass that ran only as what the
+    /// panic before may have left (see `Pass::maybe_ran`).
     Io {
         watchers: Vec<u64>,
         maybe: Vec<u64>,
@@ -622,6 +624,17 @@ struct Pass {
     runs: u64,
     before: evloop::Stats,
     started: Instant,
+}
+
+impl Pass {
+    /// The readers the wait may have reported though their file was empty, that have not run
+    /// (see `World::stale_reads`): each may still be in the deque, or never was.
+    fn stale_not_run(&self) -> impl Iterator<Item = u64> + '_ {
+        self.maybe_stale
+            .iter()
+            .copied()
+            .filter(|id| !self.io.contains_key(id))
+    }
 }
 
 /// A failed check.
@@ -2020,11 +2033,7 @@ impl World {
             (pass.soon.len() + pass.io.len() + fired + pass.remote.len()) as u64 + pass.woken_by_io;
         let (least, mut most) = pass.leftover_len;
         // A possible report not run may have been skipped: its watcher was removed first.
-        most += pass
-            .maybe_stale
-            .iter()
-            .filter(|id| !pass.io.contains_key(id))
-            .count();
+        most += pass.stale_not_run().count();
         let queued = (queued + least as u64)..=(queued + most as u64);
         if !queued.contains(&(run + skipped)) {
             self.fail(
@@ -2118,18 +2127,13 @@ impl World {
             left.push_back(Block::Ordered(soon));
         }
         // Not run, or run only as what the last panic may have left: then not for sure.
-        let (maybe, watchers): (Vec<u64>, Vec<u64>) = pass
+        let (mut maybe, watchers): (Vec<u64>, Vec<u64>) = pass
             .io
             .iter()
             .filter(|(_, e)| !e.ran)
             .map(|(id, _)| *id)
             .partition(|id| pass.maybe_ran.contains(id));
-        let mut maybe = maybe;
-        maybe.extend(
-            pass.maybe_stale
-                .iter()
-                .filter(|id| !pass.io.contains_key(id)),
-        );
+        maybe.extend(pass.stale_not_run());
         let remote: VecDeque<u64> = pass.remote[pass.remote_at..].iter().copied().collect();
         if !watchers.is_empty() || !maybe.is_empty() || !remote.is_empty() {
             left.push_back(Block::Io {
