@@ -445,21 +445,30 @@ per_backend! {
         lp.set_debug(false); // whatever EVLOOP_DEBUG says
         lp.set_trace(false);
         assert!(!lp.measures_blocked_time(), "off by default");
-        let wait_for_a_timer = |lp: &EventLoop| {
-            let fired = lp.stats().timers_fired;
-            lp.call_later(Duration::from_millis(5), |_| {});
-            lp.run_once().unwrap(); // blocks in the selector until the timer is due
-            assert_eq!(lp.stats().timers_fired, fired + 1);
+        // A wait with nothing scheduled, ended by another thread's post: its timeout is
+        // "none", so it is always a wait that could block, and timed when asked, however
+        // late the post comes. (A timer's wait could be a zero-timeout poll, never timed, if
+        // the timer were due before the loop reached the wait: under valgrind it can be.)
+        let wait_for_a_post = |lp: &EventLoop| {
+            let before = lp.stats().callbacks_run;
+            let remote = lp.remote();
+            let poster = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                remote.call_soon_threadsafe(|_| {}).unwrap();
+            });
+            lp.run_once().unwrap(); // blocks in the selector until the post comes
+            poster.join().unwrap();
+            assert_eq!(lp.stats().callbacks_run, before + 1);
             lp.stats().time_blocked
         };
-        assert_eq!(wait_for_a_timer(&lp), Duration::ZERO, "nobody asked");
+        assert_eq!(wait_for_a_post(&lp), Duration::ZERO, "nobody asked");
         lp.set_measure_blocked_time(true);
-        let measured = wait_for_a_timer(&lp);
+        let measured = wait_for_a_post(&lp);
         assert!(measured > Duration::ZERO, "asked for, measured");
         lp.set_measure_blocked_time(false);
-        assert_eq!(wait_for_a_timer(&lp), measured, "off again: the total stays");
+        assert_eq!(wait_for_a_post(&lp), measured, "off again: the total stays");
         lp.set_debug(true);
-        assert!(wait_for_a_timer(&lp) > measured, "debug mode measures it too");
+        assert!(wait_for_a_post(&lp) > measured, "debug mode measures it too");
         let built = EventLoop::builder()
             .backend(backend)
             .measure_blocked_time(true)
