@@ -445,10 +445,11 @@ per_backend! {
         lp.set_debug(false); // whatever EVLOOP_DEBUG says
         lp.set_trace(false);
         assert!(!lp.measures_blocked_time(), "off by default");
-        // A wait with nothing scheduled, ended by another thread's post: its timeout is
-        // "none", so it is always a wait that could block, and timed when asked, however
-        // late the post comes. (A timer's wait could be a zero-timeout poll, never timed, if
-        // the timer were due before the loop reached the wait: under valgrind it can be.)
+        // A wait that another thread's post ends: nothing is due (the watchdog's timer is
+        // seconds away), so its timeout is never zero and it is timed when asked, however
+        // late or early the post comes. (A short timer's wait could be a zero-timeout poll,
+        // never timed, if the timer were due before the loop reached the wait: under
+        // valgrind it can be.)
         let wait_for_a_post = |lp: &EventLoop| {
             let before = lp.stats().callbacks_run;
             let remote = lp.remote();

@@ -13,6 +13,8 @@
 //!   command that replays it: `EVLOOP_FUZZ_SEED=… EVLOOP_FUZZ_OPS=… cargo test --test fuzz
 //!   -- <backend>::`. With `EVLOOP_FUZZ_SEED` set, each backend's test runs only that
 //!   program.
+//! - Programs that once failed, a model's or a driver's rule being wrong, are replayed on
+//!   every backend in `cargo test`: shrunk ones from a seed ([`FOUND`]), and one written out.
 
 mod common;
 
