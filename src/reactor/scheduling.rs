@@ -11,6 +11,7 @@
 //! `docs/05-timers.md` and `docs/06-readers-writers.md` explain each part.
 
 use std::io;
+use std::mem::ManuallyDrop;
 use std::os::fd::RawFd;
 use std::panic::Location;
 use std::time::{Duration, Instant};
@@ -163,11 +164,13 @@ impl EventLoop {
             }
             let mut timers = self.inner.timers.borrow_mut();
             let key = when.key(&timers);
-            let handle = timers.push(key, callback, location);
+            let handle = timers.push(key, ManuallyDrop::new(callback), location);
             drop(timers);
             trace::call_later(&self.inner, handle.slot, handle.when(), location);
             return handle;
         }
+        // Not dropped if what follows unwinds: see `Timers::push`.
+        let callback = ManuallyDrop::new(callback);
         let mut timers = self.inner.timers.borrow_mut();
         let key = when.key(&timers);
         timers.push(key, callback, location)

@@ -58,6 +58,7 @@
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::rc::Rc;
 use std::time::Instant;
@@ -289,24 +290,41 @@ struct Store<F> {
 }
 
 struct StoreInner<F> {
-    closures: Vec<Option<F>>,
+    closures: Vec<ManuallyDrop<Option<F>>>,
     free: Vec<u32>,
+}
+
+/// The closures are kept as `ManuallyDrop` so that moving one in ([`put_in`]) has nothing
+/// to drop if it unwinds, which lets the compiler keep it in registers on the way
+/// ([`Timers::push`](crate::reactor::timers::Timers::push)). The store drops them itself:
+impl<F> Drop for StoreInner<F> {
+    /// The closures of timers that never ran, on a loop dropped with them pending, are
+    /// dropped as the plain `Vec<Option<F>>` they are turned back into (in place, with no
+    /// allocation) would drop them: all of them, even if one of them panics.
+    fn drop(&mut self) {
+        let closures: Vec<Option<F>> = std::mem::take(&mut self.closures)
+            .into_iter()
+            .map(ManuallyDrop::into_inner)
+            .collect();
+        drop(closures);
+    }
 }
 
 impl<F> Store<F> {
     /// Puts `callback` in a free place (or a new one at the end); returns its index.
     #[inline(always)]
-    fn put(&self, callback: F) -> u32 {
+    fn put(&self, callback: ManuallyDrop<F>) -> u32 {
         let mut s = self.inner.borrow_mut();
         let s = &mut *s;
         // A free place's closure was taken: the `None`s replaced or cleared drop nothing.
-        put_in(&mut s.closures, &mut s.free, Some(callback))
+        let place = ManuallyDrop::new(Some(ManuallyDrop::into_inner(callback)));
+        put_in(&mut s.closures, &mut s.free, place)
     }
 
     /// [`put`](Store::put), returning what `TimerSlots::insert` needs: the store's number,
     /// the closure's index, and the store's location.
     #[inline(always)]
-    fn place(&self, callback: F) -> (u16, u32, &'static Location<'static>) {
+    fn place(&self, callback: ManuallyDrop<F>) -> (u16, u32, &'static Location<'static>) {
         (self.number, self.put(callback), self.location)
     }
 
@@ -390,7 +408,7 @@ impl<F: FnOnce(&EventLoop) + 'static> ClosureStore for Store<F> {
             let mut callback = None;
             while let Some(place) = s.closures.pop() {
                 if place.is_some() {
-                    callback = place;
+                    callback = ManuallyDrop::into_inner(place);
                     break;
                 }
             }
@@ -434,7 +452,7 @@ impl TimerSlots {
     #[inline(always)]
     pub(crate) fn insert<F: FnOnce(&EventLoop) + 'static>(
         &self,
-        callback: F,
+        callback: ManuallyDrop<F>,
         location: &'static Location<'static>,
     ) -> u32 {
         let (store, index, usual) = self.put(callback, location);
@@ -458,7 +476,7 @@ impl TimerSlots {
     #[inline(always)]
     fn put<F: FnOnce(&EventLoop) + 'static>(
         &self,
-        callback: F,
+        callback: ManuallyDrop<F>,
         location: &'static Location<'static>,
     ) -> (u16, u32, &'static Location<'static>) {
         if let Some(store) = self.stores.last::<Store<F>>() {
@@ -473,16 +491,17 @@ impl TimerSlots {
     #[inline(never)]
     fn put_slow<F: FnOnce(&EventLoop) + 'static>(
         &self,
-        callback: F,
+        callback: ManuallyDrop<F>,
         location: &'static Location<'static>,
     ) -> (u16, u32, &'static Location<'static>) {
+        let callback = ManuallyDrop::into_inner(callback);
         if let Some(store) = self.store::<F>(location) {
-            return store.place(callback);
+            return store.place(ManuallyDrop::new(callback));
         }
         let boxed: Boxed = Box::new(callback);
         self.store::<Boxed>(location)
             .unwrap_or_else(|| unreachable!("a number is kept for the store of boxed closures"))
-            .place(boxed)
+            .place(ManuallyDrop::new(boxed))
     }
 
     /// The store of closure type `F`, made on first use (`location` is its first timer's);

@@ -34,6 +34,7 @@
 //!   drive the queue with made-up instants (a virtual clock), exactly and instantly.
 
 use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -283,11 +284,20 @@ impl Timers {
 
     /// Schedules `callback` at the deadline whose key is `key` ([`key_at`](Timers::key_at),
     /// [`key_after`](Timers::key_after)); returns its handle.
+    ///
+    /// The closure comes as a `ManuallyDrop` and stays one until its store holds it (which
+    /// keeps it as one too). A value that a panic on the way would have to drop must sit in
+    /// memory, and the compiler gave each inlined function on the way its own copy of it:
+    /// five copies, about 20 instructions per timer (`docs/16-performance.md`, round
+    /// eighteen). What could panic on the way is a broken invariant of the loop's own (a
+    /// borrow already taken, an index out of bounds) or 2^32 live timers of one closure type;
+    /// the closure then leaks, which is safe. The one panic a program can cause, scheduling
+    /// on a closed loop, comes before the closure is wrapped (`EventLoop::schedule_at`).
     #[inline(always)]
     pub(crate) fn push<F: FnOnce(&EventLoop) + 'static>(
         &mut self,
         key: u64,
-        callback: F,
+        callback: ManuallyDrop<F>,
         location: &'static Location<'static>,
     ) -> TimerHandle {
         let slot = self.slots.insert(callback, location);
@@ -528,7 +538,7 @@ mod tests {
         }
         let delay = Duration::from_millis(250);
         let key = timers.key_after(now, delay);
-        let handle = timers.push(key, |_| (), Location::caller());
+        let handle = timers.push(key, undropped(|_| ()), Location::caller());
         assert_eq!(handle.when(), now + delay);
     }
 
@@ -542,11 +552,20 @@ mod tests {
         }
     }
 
+    /// `callback` as [`Timers::push`] takes it (its closure type inferred from the bound).
+    fn undropped<F: FnOnce(&EventLoop) + 'static>(callback: F) -> ManuallyDrop<F> {
+        ManuallyDrop::new(callback)
+    }
+
     /// Schedules a timer that logs `id` when it runs.
     fn push(timers: &mut Timers, when: Instant, log: &Log, id: u32) -> TimerHandle {
         let log = log.clone();
         let key = timers.key_at(when);
-        timers.push(key, move |_| log.borrow_mut().push(id), Location::caller())
+        timers.push(
+            key,
+            undropped(move |_| log.borrow_mut().push(id)),
+            Location::caller(),
+        )
     }
 
     /// Runs the queued timers (on a loop of their own: they only log), in deque order;
@@ -1012,9 +1031,9 @@ mod tests {
         let log = Log::default();
         let mut timers = Timers::new();
         let key = timers.key_at(t0);
-        let a = timers.push(key, tick, here);
-        let b = timers.push(key, tick, there);
-        let c = timers.push(key, tick, here);
+        let a = timers.push(key, undropped(tick), here);
+        let b = timers.push(key, undropped(tick), there);
+        let c = timers.push(key, undropped(tick), here);
         let other = push(&mut timers, t0, &log, 1);
         assert_eq!(
             [a.location(), b.location(), c.location()],
@@ -1041,7 +1060,7 @@ mod tests {
         assert_eq!(timers.slots.other_locations(), 1, "b's alone");
         drop(b);
         assert_eq!(timers.slots.other_locations(), 0, "forgotten with its slot");
-        let d = timers.push(key, tick, here);
+        let d = timers.push(key, undropped(tick), here);
         assert_eq!(d.slot, b_slot, "the exception's slot, reused");
         assert_eq!(d.location(), here);
         assert_eq!([a.location(), c.location()], [here, here]);
@@ -1066,15 +1085,15 @@ mod tests {
             }};
         }
         let mut handles = vec![
-            timers.push(keys[0], logs!(0), Location::caller()),
-            timers.push(keys[1], logs!(1), Location::caller()),
-            timers.push(keys[2], logs!(2), Location::caller()),
-            timers.push(keys[3], logs!(3), Location::caller()),
-            timers.push(keys[4], logs!(4), Location::caller()),
+            timers.push(keys[0], undropped(logs!(0)), Location::caller()),
+            timers.push(keys[1], undropped(logs!(1)), Location::caller()),
+            timers.push(keys[2], undropped(logs!(2)), Location::caller()),
+            timers.push(keys[3], undropped(logs!(3)), Location::caller()),
+            timers.push(keys[4], undropped(logs!(4)), Location::caller()),
         ];
         let dropped = Rc::new(Cell::new(false));
         let guard = DropFlag(dropped.clone());
-        handles.push(timers.push(keys[5], move |_| drop(guard), Location::caller()));
+        handles.push(timers.push(keys[5], undropped(move |_| drop(guard)), Location::caller()));
         assert_eq!(timers.slots.sizes().1, 6, "every closure has a place");
         let stores: Vec<u32> = handles
             .iter()
@@ -1096,6 +1115,39 @@ mod tests {
         assert_eq!(timers.expire(t0 + Duration::from_secs(1), &mut ready), 5);
         assert_eq!(ids(&mut ready, &log), [4, 3, 2, 1, 0]);
         assert!(handles[..5].iter().all(TimerHandle::is_done));
+    }
+
+    /// A store keeps its closures as `ManuallyDrop` (see [`Timers::push`]) and drops them
+    /// itself: when the table goes with timers pending, every closure is dropped, even the
+    /// ones after a closure whose drop panics, as a plain vector's elements would be.
+    #[test]
+    fn a_table_dropped_with_timers_pending_drops_every_closure_even_if_one_panics() {
+        struct PanicOnDrop;
+        impl Drop for PanicOnDrop {
+            fn drop(&mut self) {
+                panic!("a closure's drop panicked");
+            }
+        }
+        let t0 = Instant::now();
+        let mut timers = Timers::new();
+        let key = timers.key_at(t0);
+        let flags: Vec<Rc<Cell<bool>>> = (0..4).map(|_| Rc::default()).collect();
+        // One closure type, so one store: the panicking one sits between the others.
+        let mut guards: Vec<(Option<DropFlag>, Option<PanicOnDrop>)> = flags
+            .iter()
+            .map(|flag| (Some(DropFlag(flag.clone())), None))
+            .collect();
+        guards.insert(2, (None, Some(PanicOnDrop)));
+        for guard in guards {
+            let handle = timers.push(key, undropped(move |_| drop(guard)), Location::caller());
+            drop(handle); // the heap still holds the timer
+        }
+        assert_eq!(timers.slots.sizes().1, 5);
+        assert!(flags.iter().all(|f| !f.get()));
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(timers)));
+        assert!(dropped.is_err(), "the closure's panic comes through");
+        let set: Vec<bool> = flags.iter().map(|f| f.get()).collect();
+        assert_eq!(set, [true; 4], "every other closure was dropped");
     }
 
     /// Sets its flag when dropped.
