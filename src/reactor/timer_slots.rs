@@ -32,7 +32,9 @@
 //!   in practice), with its own free list. The closure's size is known only to its type, so
 //!   the table cannot hold it; the store can, with no box. Stores are found by `TypeId`, the
 //!   last one used a checked downcast away (`by_type.rs`, as the callback pools of `cells.rs`
-//!   are).
+//!   are). Its places are `ManuallyDrop`s, so that a closure on its way in has nothing to
+//!   drop if something unwinds, and stays in registers (`Timers::push`); the store drops
+//!   what is left in it itself.
 //! - **Where a timer was scheduled** (`TimerHandle::location`, debug mode's reports) is kept
 //!   by its store, not its slot: a closure type is written at one place in the source, so
 //!   every timer of a store was scheduled there, with two exceptions: a function named at
