@@ -119,7 +119,7 @@ impl Inner {
                 format!("the loop was closed with {abandoned} pending task(s); they were dropped"),
             ));
         }
-        let ready = std::mem::take(&mut *self.ready.borrow_mut());
+        let ready = self.ready.borrow_mut().take_all();
         for entry in ready {
             catching(&mut panics, move || match entry {
                 Ready::Callback(cell) => {

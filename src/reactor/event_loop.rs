@@ -23,7 +23,6 @@
 //! (`src/task/run.rs`); nothing here knows about futures.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
@@ -37,7 +36,7 @@ use evloop_sys::{new_selector, Backend};
 use crate::reactor::cells::Cells;
 use crate::reactor::clock::Clock;
 use crate::reactor::diagnostics::{self, Diagnostic, DiagnosticKind};
-use crate::reactor::ready::Ready;
+use crate::reactor::ready::{Ready, ReadyDeque};
 use crate::reactor::registry::Registry;
 use crate::reactor::remote::{Remote, RemoteItem, Shared};
 use crate::reactor::runnable::{Key, LoopId, RunnableRef, Runnables};
@@ -103,7 +102,7 @@ type DiagnosticsHandler = dyn Fn(&Diagnostic);
 
 /// The loop's state, shared by every clone of an [`EventLoop`].
 pub(crate) struct Inner {
-    pub(crate) ready: RefCell<VecDeque<Ready>>,
+    pub(crate) ready: RefCell<ReadyDeque>,
     /// The callback cells of `call_soon`: an `Rc` each, pooled per closure type (`cells.rs`).
     /// Timers keep their closures in the timer queue's slots (`timer_slots.rs`).
     pub(crate) cells: Cells,
@@ -284,7 +283,7 @@ impl EventLoop {
         };
         let event_loop = EventLoop {
             inner: Rc::new(Inner {
-                ready: RefCell::new(VecDeque::new()),
+                ready: RefCell::default(),
                 cells: Cells::default(),
                 timers: RefCell::new(Timers::new()),
                 registry: RefCell::new(Some(registry)),

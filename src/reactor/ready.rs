@@ -3,8 +3,8 @@
 //! Layer: reactor, owned by `event_loop.rs`. asyncio's `_ready` (a `collections.deque`),
 //! libuv's pending queue, libev's pending array. Read `timers.rs` next.
 //!
-//! Five kinds of entry share one `VecDeque`, so their relative order is exactly the order in
-//! which they became ready:
+//! Five kinds of entry share one deque ([`ReadyDeque`], a `VecDeque` underneath), so their
+//! relative order is exactly the order in which they became ready:
 //!
 //! - [`Ready::Callback`]: a `call_soon` cell (an `Rc`, filled when it was scheduled, recycled
 //!   once it ran: `cells.rs`);
@@ -25,6 +25,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
 use std::os::fd::RawFd;
 use std::panic::Location;
 use std::rc::Rc;
@@ -176,6 +177,94 @@ pub(crate) enum Ready {
     Step(RunnableRef),
 }
 
+/// The ready deque itself: the entries in the order they became ready (see the module
+/// docs), with the few operations the loop makes on them.
+///
+/// Each entry is kept as a `ManuallyDrop`, and the deque drops what is left in it itself
+/// (its `Drop`, and [`take_all`](ReadyDeque::take_all)). So a new entry has nothing to drop
+/// if the deque's growth unwinds, and the compiler writes its fields straight into the
+/// deque's buffer. A `VecDeque<Ready>` had it built on the stack first, its one-byte kind
+/// and its pointer written separately and then read back as one 16-byte value: a read the
+/// processor cannot take from the two pending writes, so it waits until they reach the
+/// cache. On the fan-out benchmark that wait was most of the time `call_soon` took
+/// (`docs/16-performance.md`, round eighteen).
+#[derive(Default)]
+pub(crate) struct ReadyDeque {
+    entries: VecDeque<ManuallyDrop<Ready>>,
+}
+
+impl ReadyDeque {
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Queues `entry` last.
+    #[inline(always)]
+    pub(crate) fn push_back(&mut self, entry: Ready) {
+        self.entries.push_back(ManuallyDrop::new(entry));
+    }
+
+    /// Queues `entry` first.
+    #[inline(always)]
+    pub(crate) fn push_front(&mut self, entry: Ready) {
+        self.entries.push_front(ManuallyDrop::new(entry));
+    }
+
+    /// Queues `entry` at position `at` (at most [`len`](ReadyDeque::len)).
+    pub(crate) fn insert(&mut self, at: usize, entry: Ready) {
+        self.entries.insert(at, ManuallyDrop::new(entry));
+    }
+
+    /// Takes the first entry off.
+    #[inline(always)]
+    pub(crate) fn pop_front(&mut self) -> Option<Ready> {
+        self.entries.pop_front().map(ManuallyDrop::into_inner)
+    }
+
+    /// The entry at position `index`, if there is one.
+    #[inline]
+    pub(crate) fn get(&self, index: usize) -> Option<&Ready> {
+        self.entries.get(index).map(|entry| &**entry)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn front(&self) -> Option<&Ready> {
+        self.get(0)
+    }
+
+    pub(crate) fn back(&self) -> Option<&Ready> {
+        self.entries.back().map(|entry| &**entry)
+    }
+
+    /// The entries from position `start` on (all of them from `start` = 0; none past the end).
+    pub(crate) fn iter_from(&self, start: usize) -> impl Iterator<Item = &Ready> {
+        let start = start.min(self.entries.len());
+        self.entries.range(start..).map(|entry| &**entry)
+    }
+
+    /// Takes every entry out, in order, leaving the deque empty: as a plain vector, which
+    /// drops what it holds the usual way (all of it, even if one entry's drop panics). No
+    /// allocation: the vector is the deque's own buffer.
+    pub(crate) fn take_all(&mut self) -> Vec<Ready> {
+        Vec::from(std::mem::take(&mut self.entries))
+            .into_iter()
+            .map(ManuallyDrop::into_inner)
+            .collect()
+    }
+}
+
+impl Drop for ReadyDeque {
+    fn drop(&mut self) {
+        drop(self.take_all());
+    }
+}
+
 impl Ready {
     /// Where the code this entry runs was scheduled from (for debug-mode reports).
     pub(crate) fn location(&self) -> &'static Location<'static> {
@@ -247,7 +336,7 @@ const TIMER_LOOKAHEAD: usize = 7;
 /// few hundredths to a tenth, on top of the prefetching at expiry (`docs/16-performance.md`,
 /// round twelve).
 #[inline]
-fn prefetch_ahead(ready: &RefCell<VecDeque<Ready>>) {
+fn prefetch_ahead(ready: &RefCell<ReadyDeque>) {
     if let Some(Ready::Timer { slots, slot, place }) = ready.borrow().get(TIMER_LOOKAHEAD - 1) {
         slots.prefetch(*slot, *place);
     }
@@ -256,6 +345,53 @@ fn prefetch_ahead(ready: &RefCell<VecDeque<Ready>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `take_all` hands the entries over in the deque's order and leaves it empty; a deque
+    /// dropped with entries drops every one of them, in order, even when one's drop panics
+    /// (it keeps them as `ManuallyDrop`s, so this is its own doing).
+    #[test]
+    fn the_deque_drops_what_is_left_in_it_even_if_one_drop_panics() {
+        use std::panic::{catch_unwind, AssertUnwindSafe};
+        use std::sync::{Arc, Mutex};
+        struct Noted(usize, Arc<Mutex<Vec<usize>>>, bool);
+        impl Drop for Noted {
+            fn drop(&mut self) {
+                self.1.lock().unwrap().push(self.0);
+                assert!(!self.2, "entry {} panics when dropped", self.0);
+            }
+        }
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let entry = |id, panics| {
+            let noted = Noted(id, log.clone(), panics);
+            Ready::Remote(Box::new(Posted {
+                callback: move |_: &EventLoop| drop(noted),
+                location: Location::caller(),
+            }))
+        };
+        let mut deque = ReadyDeque::default();
+        for id in 0..3 {
+            deque.push_back(entry(id, false));
+        }
+        deque.push_front(entry(10, false));
+        deque.insert(2, entry(20, false));
+        assert_eq!(deque.len(), 5);
+        let taken = deque.take_all();
+        assert!(deque.is_empty());
+        drop(taken);
+        assert_eq!(*log.lock().unwrap(), [10, 0, 20, 1, 2]);
+
+        log.lock().unwrap().clear();
+        let mut deque = ReadyDeque::default();
+        for id in 0..3 {
+            deque.push_back(entry(id, id == 1));
+        }
+        assert!(catch_unwind(AssertUnwindSafe(|| drop(deque))).is_err());
+        assert_eq!(
+            *log.lock().unwrap(),
+            [0, 1, 2],
+            "the one after the panic too"
+        );
+    }
 
     /// Every entry is two words and a tag: the deque of a million queued tasks or callbacks
     /// takes 24 MB, not 32.

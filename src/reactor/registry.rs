@@ -25,14 +25,13 @@
 //! (no interest change); on poll and select it is one `fstat`, which refuses a closed number
 //! as epoll does. See `docs/06-readers-writers.md`.
 
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
 use evloop_sys::{Events, FdMap, Interest, Selector};
 
-use crate::reactor::ready::{Ready, WatchRef};
+use crate::reactor::ready::{Ready, ReadyDeque, WatchRef};
 
 /// One watched fd.
 #[derive(Default)]
@@ -233,7 +232,7 @@ impl Registry {
     /// An fd the kernel refuses at this point was closed behind our back: its callbacks are
     /// queued once so that their next read or write sees the error.
     #[inline]
-    pub(crate) fn flush(&mut self, ready: &mut VecDeque<Ready>) -> usize {
+    pub(crate) fn flush(&mut self, ready: &mut ReadyDeque) -> usize {
         if self.dirty.is_empty() {
             return 0;
         }
@@ -328,7 +327,7 @@ impl Registry {
     /// deque (`docs/16-performance.md`, round thirteen). Any other wait takes `dispatch_each`,
     /// which is the only place that pushes, so the deque's push stays inline there.
     #[inline(always)]
-    pub(crate) fn dispatch(&mut self, ready: &mut VecDeque<Ready>, keep_first: bool) -> Dispatched {
+    pub(crate) fn dispatch(&mut self, ready: &mut ReadyDeque, keep_first: bool) -> Dispatched {
         // One event, for a reader alone (a chain of writes, a quiet server): its reader is
         // returned. (A buffer of one that it filled must still grow, below.)
         if let (true, 1, false) = (keep_first, self.events.len(), self.events.is_full()) {
@@ -354,7 +353,7 @@ impl Registry {
     /// The loop of `dispatch`: every event of the wait onto the deque. Kept out of line, so
     /// that the one-event case above inlines into step 4 alone.
     #[inline(never)]
-    fn dispatch_each(&mut self, ready: &mut VecDeque<Ready>) -> Dispatched {
+    fn dispatch_each(&mut self, ready: &mut ReadyDeque) -> Dispatched {
         let mut d = Dispatched {
             events: self.events.len(),
             ..Dispatched::default()

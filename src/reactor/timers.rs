@@ -33,7 +33,6 @@
 //! - **Time is a parameter.** Nothing here reads the clock: the loop passes `now`. Unit tests
 //!   drive the queue with made-up instants (a virtual clock), exactly and instantly.
 
-use std::collections::VecDeque;
 use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::rc::Rc;
@@ -43,7 +42,7 @@ use evloop_sys::prefetch::prefetch_in;
 
 use crate::reactor::deadline::{decode, encode, ns, Now};
 use crate::reactor::handle::TimerHandle;
-use crate::reactor::ready::Ready;
+use crate::reactor::ready::{Ready, ReadyDeque};
 use crate::reactor::timer_slots::TimerSlots;
 use crate::reactor::EventLoop;
 
@@ -381,7 +380,7 @@ impl Timers {
     /// miss), so the processor overlaps the misses instead of waiting for each behind the
     /// heap's own work. On the one-million-timer benchmark this took the time per fired timer
     /// from 820 ns to 585, against libev's 526 (`docs/16-performance.md`).
-    pub(crate) fn expire(&mut self, now: impl Into<Now>, ready: &mut VecDeque<Ready>) -> usize {
+    pub(crate) fn expire(&mut self, now: impl Into<Now>, ready: &mut ReadyDeque) -> usize {
         // Cancelled entries are cheaper to sweep in one pass than to pop one by one.
         self.maybe_compact();
         let now = now.into().key(self.slots.epoch);
@@ -570,10 +569,10 @@ mod tests {
 
     /// Runs the queued timers (on a loop of their own: they only log), in deque order;
     /// returns the ids they logged.
-    fn ids(ready: &mut VecDeque<Ready>, log: &Log) -> Vec<u32> {
+    fn ids(ready: &mut ReadyDeque, log: &Log) -> Vec<u32> {
         let event_loop = EventLoop::new().unwrap();
         log.borrow_mut().clear();
-        for r in ready.drain(..) {
+        for r in ready.take_all() {
             assert!(matches!(r, Ready::Timer { .. }));
             r.run(&event_loop);
         }
@@ -628,7 +627,7 @@ mod tests {
         for id in 0..50 {
             let _ = push(&mut timers, t0 + Duration::from_millis(5), &log, id);
         }
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(t0 + Duration::from_millis(4), &mut ready), 0);
         assert_eq!(timers.expire(t0 + Duration::from_millis(5), &mut ready), 50);
         assert_eq!(ids(&mut ready, &log), (0..50).collect::<Vec<_>>());
@@ -645,7 +644,7 @@ mod tests {
         for id in 0..n {
             let _ = push(&mut timers, t0, &log, id);
         }
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(t0, &mut ready), n as usize);
         assert!(
             timers.due.capacity() <= DUE_KEPT,
@@ -675,7 +674,7 @@ mod tests {
             model.push((when, id));
         }
         model.sort(); // by deadline, then by id: the order they were scheduled in
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         let mut got = Vec::new();
         for step in [3, 50, 200] {
             let now = t0 + Duration::from_millis(step);
@@ -718,7 +717,7 @@ mod tests {
                 }
                 _ => {
                     now += Duration::from_micros(rand(1_000));
-                    let mut ready = VecDeque::new();
+                    let mut ready = ReadyDeque::default();
                     timers.expire(now, &mut ready);
                     let got = ids(&mut ready, &log);
                     model.sort();
@@ -788,7 +787,7 @@ mod tests {
             300,
             "the reused slots' timers survived the sweep"
         );
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(at(2000), &mut ready), 300);
         let ran = ids(&mut ready, &log);
         let expected: Vec<u32> = (0..300).filter(|i| i % 3 == 0).chain(1000..1200).collect();
@@ -824,7 +823,7 @@ mod tests {
             }
         }
         assert!(timers.next_seq < 20, "renumbered: {}", timers.next_seq);
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(when, &mut ready), 13);
         let mut expected = vec![100];
         expected.extend(0..12);
@@ -839,7 +838,7 @@ mod tests {
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
         let old = push(&mut timers, t0, &log, 1);
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(t0, &mut ready), 1);
         assert_eq!(ids(&mut ready, &log), [1]);
         assert!(old.is_done());
@@ -868,7 +867,7 @@ mod tests {
         let t0 = Instant::now();
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         // Which handle goes at each step, out of the first (0) and four clones (1 to 4).
         for (round, order) in [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 1, 3]]
             .into_iter()
@@ -940,7 +939,7 @@ mod tests {
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut timers = Timers::new();
         let a = push(&mut timers, t0, &log, 1);
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(t0, &mut ready), 1);
         let Some(Ready::Timer { place: a_place, .. }) = ready.front() else {
             panic!("a queued timer")
@@ -988,7 +987,7 @@ mod tests {
         for h in handles.iter().step_by(2) {
             h.cancel();
         }
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(t0 + Duration::from_secs(1), &mut ready), 150);
         let kept = handles[157].clone();
         drop(handles);
@@ -1044,10 +1043,10 @@ mod tests {
             here,
             "another closure type, another store"
         );
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(t0, &mut ready), 4);
         let event_loop = EventLoop::new().unwrap();
-        for r in ready.drain(..) {
+        for r in ready.take_all() {
             r.run(&event_loop);
         }
         assert!(b.is_done());
@@ -1111,7 +1110,7 @@ mod tests {
         );
         handles[5].cancel();
         assert!(dropped.get(), "a boxed closure is dropped when cancelled");
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         assert_eq!(timers.expire(t0 + Duration::from_secs(1), &mut ready), 5);
         assert_eq!(ids(&mut ready, &log), [4, 3, 2, 1, 0]);
         assert!(handles[..5].iter().all(TimerHandle::is_done));

@@ -36,7 +36,7 @@ use crate::reactor::{Inner, Key, Slot};
 /// The entries `start..` of the ready deque (what a step just queued), for the JSON trace.
 fn tail(inner: &Inner, start: usize, json: &JsonTrace, write: impl FnOnce(&JsonTrace, &[&Ready])) {
     let ready = inner.ready.borrow();
-    let queued: Vec<&Ready> = ready.range(start.min(ready.len())..).collect();
+    let queued: Vec<&Ready> = ready.iter_from(start).collect();
     write(json, &queued);
 }
 

@@ -9,7 +9,6 @@
 //! `checks.rs`. It also keeps the log and the coverage counts, and turns a failed check into
 //! a [`Failure`].
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::os::fd::RawFd;
 use std::panic::Location;
@@ -22,7 +21,7 @@ use evloop_sys::{Event, Interest};
 use super::ops::{Op, Target};
 use super::world::{lock, waker_event, Call, FakeSelector, Flavour, Readiness, World};
 use super::{interest_of, ix, si, side_name, slot, FileId, Side, FDS, NFD, WAKER};
-use crate::reactor::ready::{IoWatcher, Ready, WatchRef};
+use crate::reactor::ready::{IoWatcher, Ready, ReadyDeque, WatchRef};
 use crate::reactor::registry::Registry;
 use crate::reactor::EventLoop;
 
@@ -436,7 +435,7 @@ impl Harness {
         }
         self.emptied = [false; NFD];
         self.changes += changes as u64;
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyDeque::default();
         let flushed = self.registry.flush(&mut ready);
         if flushed != changes {
             return Err(format!("flush: {flushed} change(s), expected {changes}"));
@@ -499,7 +498,7 @@ impl Harness {
             }
         }
         let mut got = Vec::with_capacity(ready.len());
-        for r in ready {
+        for r in ready.take_all() {
             match r {
                 Ready::Io(w, side) => got.push((w, side)),
                 other => return Err(format!("dispatch queued a {}", other.kind())),
