@@ -91,7 +91,7 @@ impl Inner {
             } else {
                 drop(waker);
             }
-            state.pending = false;
+            self.remote.pending.set(false, &state);
             let queue = std::mem::take(&mut state.queue);
             (queue, std::mem::take(&mut *self.remote_buffer.borrow_mut()))
         };

@@ -276,7 +276,7 @@ impl EventLoop {
         let inner = &*self.inner;
         if timeout == Some(Duration::ZERO) && registry.watches_nothing() {
             registry.skip_select();
-            let posted = inner.remote.lock().pending;
+            let posted = inner.remote.pending.get(); // no lock: see `Pending`
             if pass.trace() {
                 trace::wait(inner, pass.iteration, &[], -1, Duration::ZERO, true);
             }
@@ -543,7 +543,7 @@ impl EventLoop {
                 // Drain first, then clear `pending`, then take the queue: all under the lock.
                 let _ = waker.drain();
             }
-            state.pending = false;
+            inner.remote.pending.set(false, &state);
             std::mem::swap(&mut state.queue, &mut *buffer);
         }
         bump(&inner.stats.wakeups, 1);
