@@ -63,7 +63,7 @@ pub(crate) struct RemoteState {
 /// locked state), and read by producers under it, but by the loop without it. A loop that
 /// watches no fd and has callbacks to run does not poll the waker's fd; it reads this flag
 /// instead, on every iteration, and a plain load costs nothing where taking the lock cost two
-/// atomic read-modify-writes (a one-callback chain: 31.9 → 26.3 ns per callback on round
+/// atomic read-modify-writes (a one-callback chain: 28.2 → 18.4 ns per callback on round
 /// eighteen's machine, `docs/16-performance.md`). A post that sets it just after such a read
 /// is seen by the next iteration, as it would be after the lock: the flag stays set until the
 /// loop takes the queue.
