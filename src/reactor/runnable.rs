@@ -22,6 +22,7 @@
 //! runnable's `Rc` (which knows its own generation), a vacant one keeps the slot's next
 //! generation and links the free slots (no separate free list).
 
+use std::mem::ManuallyDrop;
 use std::panic::Location;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -128,7 +129,11 @@ const NONE: u32 = u32::MAX;
 /// The live runnables of one loop: a slab with a generation per slot, its vacant slots linked
 /// through the entries themselves.
 pub(crate) struct Runnables {
-    entries: Vec<Entry>,
+    /// `ManuallyDrop`, as the ready deque's entries are (`ready.rs`, `ReadyDeque`): a new
+    /// runnable is written straight into its slot, not built on the stack and copied with a
+    /// load the processor cannot forward from the stores that built it. `Drop` below drops
+    /// what is left.
+    entries: Vec<ManuallyDrop<Entry>>,
     /// The most recently freed slot (reused first: its memory is the warmest), or [`NONE`].
     free_head: u32,
     live: usize,
@@ -156,16 +161,18 @@ impl Runnables {
                 let Entry::Vacant {
                     next_free,
                     generation,
-                } = *entry
+                } = **entry
                 else {
                     unreachable!("the free list links vacant slots only");
                 };
                 self.free_head = next_free;
-                *entry = Entry::Occupied(runnable);
+                // A vacant slot holds nothing to drop.
+                *entry = ManuallyDrop::new(Entry::Occupied(runnable));
                 generation
             }
             None => {
-                self.entries.push(Entry::Occupied(runnable));
+                self.entries
+                    .push(ManuallyDrop::new(Entry::Occupied(runnable)));
                 return Key {
                     loop_id,
                     index: (self.entries.len() - 1) as u32,
@@ -183,7 +190,7 @@ impl Runnables {
     /// The runnable `key` names, if it is still there.
     #[inline]
     pub(crate) fn get(&self, key: Key) -> Option<&RunnableRef> {
-        match self.entries.get(key.index as usize) {
+        match self.entries.get(key.index as usize).map(|entry| &**entry) {
             Some(Entry::Occupied(runnable)) if runnable.generation() == key.generation => {
                 Some(runnable)
             }
@@ -195,7 +202,7 @@ impl Runnables {
     /// keys miss. Returns it, for the caller to drop outside any borrow.
     #[inline]
     pub(crate) fn remove(&mut self, key: Key) -> Option<RunnableRef> {
-        let entry = self.entries.get_mut(key.index as usize)?;
+        let entry: &mut Entry = self.entries.get_mut(key.index as usize)?;
         match entry {
             Entry::Occupied(runnable) if runnable.generation() == key.generation => {}
             _ => return None,
@@ -221,13 +228,22 @@ impl Runnables {
     pub(crate) fn take_all(&mut self) -> Vec<RunnableRef> {
         self.live = 0;
         self.free_head = NONE;
-        self.entries
-            .drain(..)
+        // In place: the vector's own buffer, no allocation.
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(ManuallyDrop::into_inner)
             .filter_map(|entry| match entry {
                 Entry::Occupied(runnable) => Some(runnable),
                 Entry::Vacant { .. } => None,
             })
             .collect()
+    }
+}
+
+impl Drop for Runnables {
+    /// Drops the runnables still here, as a plain vector of them would.
+    fn drop(&mut self) {
+        drop(self.take_all());
     }
 }
 
@@ -271,6 +287,27 @@ mod tests {
         let key = slab.insert(1, dummy.clone());
         dummy.generation.set(key.generation);
         key
+    }
+
+    /// The slab keeps its runnables as `ManuallyDrop`s and drops them itself: a slab dropped
+    /// with runnables in it (some slots vacant) lets go of every one.
+    #[test]
+    fn a_dropped_slab_drops_its_runnables() {
+        let mut slab = Runnables::default();
+        let held: Vec<Pin<Rc<Dummy>>> = (0..3).map(|_| Rc::pin(Dummy::default())).collect();
+        let keys: Vec<Key> = held.iter().map(|d| slab.insert(1, d.clone())).collect();
+        drop(slab.remove(keys[1]));
+        assert_eq!(
+            held.iter()
+                .map(|d| Rc::strong_count(&Pin::into_inner(d.clone())) - 1)
+                .collect::<Vec<_>>(),
+            [2, 1, 2],
+            "the slab holds the two it still has"
+        );
+        drop(slab);
+        assert!(held
+            .iter()
+            .all(|d| Rc::strong_count(&Pin::into_inner(d.clone())) == 2));
     }
 
     #[test]
