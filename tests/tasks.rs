@@ -445,6 +445,36 @@ per_backend! {
         assert_eq!(woken, (1, 1, Ok("woken")));
     }
 
+    /// A sleep polled again and again by the task its timer will wake keeps that one timer:
+    /// the sleep recognises the waker (by what `Waker::will_wake` compares, without keeping a
+    /// clone of it), so no poll cancels the timer to arm another. In the loop's main future
+    /// and in a spawned task, whose wakers are of two kinds.
+    fn a_sleep_polled_again_by_its_own_task_keeps_its_timer(backend: Backend) {
+        async fn poll_ten_times() -> (usize, u64) {
+            let stats = || evloop::current().stats();
+            let (live, cancelled) = (stats().timers, stats().timers_cancelled);
+            let mut sleep = std::pin::pin!(evloop::sleep(Duration::from_secs(3600)));
+            let mut polls = 0;
+            std::future::poll_fn(|cx| {
+                assert!(sleep.as_mut().poll(cx).is_pending());
+                polls += 1;
+                if polls == 10 {
+                    return Poll::Ready(());
+                }
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            })
+            .await;
+            (stats().timers - live, stats().timers_cancelled - cancelled)
+        }
+        let lp = new_loop(backend);
+        let main = lp.run_until_complete(poll_ten_times()).unwrap();
+        let spawned = lp
+            .run_until_complete(async { evloop::spawn(poll_ten_times()).await.unwrap() })
+            .unwrap();
+        assert_eq!((main, spawned), ((1, 0), (1, 0)), "one timer, none cancelled");
+    }
+
     fn timeout_returns_the_value_or_elapsed_and_drops_the_loser(backend: Backend) {
         // On a virtual clock: the loser's hour and the timeout's minute pass instantly, and
         // the timeout fires at exactly its deadline.

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use crate::reactor::{loop_time, running_time, TimerHandle, MAX_DELAY};
@@ -25,8 +25,8 @@ pub struct Sleep {
     armed: Option<Armed>,
 }
 
-/// A [`Sleep`]'s timer, the deadline it was armed for, and a copy of the waker the timer's
-/// callback owns (kept to notice a poll from another task, which must be woken instead). The
+/// A [`Sleep`]'s timer, the deadline it was armed for, and which waker the timer's callback
+/// owns (to notice a poll from another task, which must be woken instead). The
 /// sleep's own deadline may have moved later since ([`Sleep::reset`]): then the timer fires
 /// first, and the poll it causes arms another for the later deadline. (`at` repeats the
 /// timer's deadline, which its handle keeps as a key: `reset` compares with it on every call,
@@ -34,7 +34,30 @@ pub struct Sleep {
 struct Armed {
     timer: TimerHandle,
     at: Instant,
-    waker: Waker,
+    waker: WakerId,
+}
+
+/// Which waker a timer's callback owns: what [`Waker::will_wake`] compares (its data pointer
+/// and its vtable), without a clone of the waker. A clone of a thread-safe waker costs an
+/// atomic increment and its drop an atomic decrement; a sleep armed and cancelled paid two
+/// of each, one pair for the callback and one for this, where one pair is needed
+/// (`docs/16-performance.md`, round eighteen). Comparing with a waker that was dropped and
+/// whose address was given to another is not possible here: the callback's clone keeps the
+/// address taken for as long as the timer can still run, and the comparison is made only
+/// until then.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct WakerId {
+    data: *const (),
+    vtable: *const RawWakerVTable,
+}
+
+impl WakerId {
+    fn of(waker: &Waker) -> WakerId {
+        WakerId {
+            data: waker.data(),
+            vtable: waker.vtable(),
+        }
+    }
 }
 
 /// When a [`Sleep`] ends: an instant, or a delay not yet started.
@@ -166,7 +189,7 @@ impl Future for Sleep {
                 if !postponed {
                     return Poll::Ready(());
                 }
-            } else if armed.waker.will_wake(cx.waker()) {
+            } else if armed.waker == WakerId::of(cx.waker()) {
                 return Poll::Pending;
             }
         }
@@ -178,8 +201,8 @@ impl Future for Sleep {
             Deadline::After(delay) => event_loop.time() + delay,
         };
         self.deadline = Deadline::At(deadline);
-        let waker = cx.waker().clone();
-        let wake = waker.clone();
+        let waker = WakerId::of(cx.waker());
+        let wake = cx.waker().clone();
         // The timer's callback wakes the task; `is_done` on its handle says it ran.
         let timer = event_loop.call_at(deadline, move |_| wake.wake());
         let armed = Armed {
