@@ -1156,8 +1156,11 @@ impl Inner {
         self.stats.iterations.get()
     }
 
-    /// Keeps `runnable` in the slab; its key is how wakers name it.
-    #[inline]
+    /// Keeps `runnable` in the slab; its key is how wakers name it. Always inlined into its
+    /// one caller, `spawn`: called, it returned the key through memory, written as two 4-byte
+    /// halves and read back as one 8-byte slot, a load the processor cannot forward from the
+    /// two stores (the same stall as `ReadyDeque`'s; `docs/16-performance.md`, round eighteen).
+    #[inline(always)]
     pub(crate) fn insert_runnable(&self, runnable: RunnableRef) -> Key {
         self.runnables.borrow_mut().insert(self.id, runnable)
     }
