@@ -475,6 +475,29 @@ per_backend! {
         assert_eq!((main, spawned), ((1, 0), (1, 0)), "one timer, none cancelled");
     }
 
+    /// A sleep armed on a loop that is then closed (which cancels its timer and drops the
+    /// timer's callback, and with it the waker the sleep would have compared with) is armed
+    /// afresh when another loop's task polls it, and ends there.
+    fn a_sleep_whose_loop_closed_under_it_ends_on_another_loop(backend: Backend) {
+        let mut sleep = evloop::sleep(Duration::from_millis(5));
+        let first = new_loop(backend);
+        let armed = first
+            .run_until_complete(async {
+                evloop::timeout(Duration::ZERO, &mut sleep).await.is_err()
+            })
+            .unwrap();
+        assert!(armed, "the first poll armed it and did not end it");
+        first.close().unwrap();
+        drop(first);
+        let second = new_loop(backend);
+        let ended = second
+            .run_until_complete(async {
+                evloop::timeout(Duration::from_secs(20), &mut sleep).await
+            })
+            .unwrap();
+        assert_eq!(ended, Ok(()));
+    }
+
     fn timeout_returns_the_value_or_elapsed_and_drops_the_loser(backend: Backend) {
         // On a virtual clock: the loser's hour and the timeout's minute pass instantly, and
         // the timeout fires at exactly its deadline.

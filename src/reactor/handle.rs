@@ -198,6 +198,15 @@ impl TimerHandle {
         self.slots.state(self.slot) == State::Done
     }
 
+    /// Whether the timer can still run: scheduled, or expired and waiting in the ready deque
+    /// (not done, not cancelled).
+    pub(crate) fn is_pending(&self) -> bool {
+        matches!(
+            self.slots.state(self.slot),
+            State::Scheduled | State::Queued
+        )
+    }
+
     /// The deadline, on the loop's monotonic clock ([`EventLoop::time`](crate::EventLoop::time)).
     ///
     /// # Examples

@@ -43,8 +43,9 @@ struct Armed {
 /// of each, one pair for the callback and one for this, where one pair is needed
 /// (`docs/16-performance.md`, round eighteen). Comparing with a waker that was dropped and
 /// whose address was given to another is not possible here: the callback's clone keeps the
-/// address taken for as long as the timer can still run, and the comparison is made only
-/// until then.
+/// address taken for as long as the timer can still run (`TimerHandle::is_pending`), and the
+/// comparison is made only then. A timer cancelled under the sleep (its loop closed, its
+/// callback dropped) is armed afresh by the next poll.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct WakerId {
     data: *const (),
@@ -189,7 +190,7 @@ impl Future for Sleep {
                 if !postponed {
                     return Poll::Ready(());
                 }
-            } else if armed.waker == WakerId::of(cx.waker()) {
+            } else if armed.timer.is_pending() && armed.waker == WakerId::of(cx.waker()) {
                 return Poll::Pending;
             }
         }
