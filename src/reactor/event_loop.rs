@@ -1159,7 +1159,8 @@ impl Inner {
     /// Keeps `runnable` in the slab; its key is how wakers name it. Always inlined into its
     /// one caller, `spawn`: called, it returned the key through memory, written as two 4-byte
     /// halves and read back as one 8-byte slot, a load the processor cannot forward from the
-    /// two stores (the same stall as `ReadyDeque`'s; `docs/16-performance.md`, round eighteen).
+    /// two stores (the stall `undropped.rs` describes; `docs/16-performance.md`, round
+    /// eighteen).
     #[inline(always)]
     pub(crate) fn insert_runnable(&self, runnable: RunnableRef) -> Key {
         self.runnables.borrow_mut().insert(self.id, runnable)
@@ -1175,7 +1176,7 @@ impl Inner {
     /// Always inlined: `task::spawn` is its hot caller, and the compiler's own choice there
     /// changed with unrelated code (7 instructions more per task when it did not).
     /// The entry is a `ManuallyDrop` while the deque is borrowed, so that the borrow's check
-    /// does not make the compiler keep it in memory (see `ReadyDeque`).
+    /// does not make the compiler keep it in memory (`undropped.rs`).
     #[inline(always)]
     pub(crate) fn push_ready(&self, entry: Ready) {
         let entry = ManuallyDrop::new(entry);

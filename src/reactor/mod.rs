@@ -19,6 +19,7 @@
 //!  runnable.rs     what a task is to the reactor: a keyed, wakeable entry in a slab
 //!  cells.rs        call_soon's callback cells: an Rc each, pooled per closure type
 //!  by_type.rs      one holder per closure type (cell pools, timer closure stores)
+//!  undropped.rs    why the deque, the slab and the stores hold ManuallyDrop values
 //!  handle.rs       Handle (a cell), TimerHandle (a slot)
 //!  diagnostics.rs  the sink every report goes through; trace.rs: trace mode, narrated
 //!  trace_json.rs   ... or as JSON lines (EVLOOP_TRACE=json:PATH); json.rs: their writer
@@ -49,6 +50,7 @@ mod timer_slots;
 mod timers;
 pub(crate) mod trace;
 mod trace_json;
+mod undropped;
 mod weak;
 
 pub use builder::Builder;

@@ -34,6 +34,7 @@ use crate::reactor::cells::Callback;
 use crate::reactor::registry::Side;
 use crate::reactor::runnable::RunnableRef;
 use crate::reactor::timer_slots::TimerSlots;
+use crate::reactor::undropped::into_plain;
 use crate::reactor::EventLoop;
 
 /// A closure sent from another thread, with where it was sent from, in the one box the
@@ -180,14 +181,9 @@ pub(crate) enum Ready {
 /// The ready deque itself: the entries in the order they became ready (see the module
 /// docs), with the few operations the loop makes on them.
 ///
-/// Each entry is kept as a `ManuallyDrop`, and the deque drops what is left in it itself
-/// (its `Drop`, and [`take_all`](ReadyDeque::take_all)). So a new entry has nothing to drop
-/// if the deque's growth unwinds, and the compiler writes its fields straight into the
-/// deque's buffer. A `VecDeque<Ready>` had it built on the stack first, its one-byte kind
-/// and its pointer written separately and then read back as one 16-byte value: a read the
-/// processor cannot take from the two pending writes, so it waits until they reach the
-/// cache. On the fan-out benchmark that wait was most of the time `call_soon` took
-/// (`docs/16-performance.md`, round eighteen).
+/// Each entry is kept as a `ManuallyDrop`, so that a new one is written straight into the
+/// buffer (`undropped.rs` says why), and the deque drops what is left in it itself (its
+/// `Drop`, and [`take_all`](ReadyDeque::take_all)).
 #[derive(Default)]
 pub(crate) struct ReadyDeque {
     entries: VecDeque<ManuallyDrop<Ready>>,
@@ -252,10 +248,7 @@ impl ReadyDeque {
     /// drops what it holds the usual way (all of it, even if one entry's drop panics). No
     /// allocation: the vector is the deque's own buffer.
     pub(crate) fn take_all(&mut self) -> Vec<Ready> {
-        Vec::from(std::mem::take(&mut self.entries))
-            .into_iter()
-            .map(ManuallyDrop::into_inner)
-            .collect()
+        into_plain(Vec::from(std::mem::take(&mut self.entries)))
     }
 }
 

@@ -129,10 +129,8 @@ const NONE: u32 = u32::MAX;
 /// The live runnables of one loop: a slab with a generation per slot, its vacant slots linked
 /// through the entries themselves.
 pub(crate) struct Runnables {
-    /// `ManuallyDrop`, as the ready deque's entries are (`ready.rs`, `ReadyDeque`): a new
-    /// runnable is written straight into its slot, not built on the stack and copied with a
-    /// load the processor cannot forward from the stores that built it. `Drop` below drops
-    /// what is left.
+    /// `ManuallyDrop`, so that a new runnable is written straight into its slot
+    /// (`undropped.rs` says why); `Drop` below drops what is left.
     entries: Vec<ManuallyDrop<Entry>>,
     /// The most recently freed slot (reused first: its memory is the warmest), or [`NONE`].
     free_head: u32,
@@ -228,7 +226,8 @@ impl Runnables {
     pub(crate) fn take_all(&mut self) -> Vec<RunnableRef> {
         self.live = 0;
         self.free_head = NONE;
-        // In place: the vector's own buffer, no allocation.
+        // In place: the vector's own buffer, no allocation. (One pass, unwrapping and
+        // filtering at once, rather than `undropped::into_plain` and then the filter.)
         std::mem::take(&mut self.entries)
             .into_iter()
             .map(ManuallyDrop::into_inner)

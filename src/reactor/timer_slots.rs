@@ -32,9 +32,8 @@
 //!   in practice), with its own free list. The closure's size is known only to its type, so
 //!   the table cannot hold it; the store can, with no box. Stores are found by `TypeId`, the
 //!   last one used a checked downcast away (`by_type.rs`, as the callback pools of `cells.rs`
-//!   are). Its places are `ManuallyDrop`s, so that a closure on its way in has nothing to
-//!   drop if something unwinds, and stays in registers (`Timers::push`); the store drops
-//!   what is left in it itself.
+//!   are). Its places are `ManuallyDrop`s, and so is a closure on its way in
+//!   (`Timers::push`, `undropped.rs`); the store drops what is left in it itself.
 //! - **Where a timer was scheduled** (`TimerHandle::location`, debug mode's reports) is kept
 //!   by its store, not its slot: a closure type is written at one place in the source, so
 //!   every timer of a store was scheduled there, with two exceptions: a function named at
@@ -70,6 +69,7 @@ use evloop_sys::prefetch::prefetch_in;
 use crate::reactor::by_type::ByType;
 use crate::reactor::cells::State;
 use crate::reactor::deadline::Epoch;
+use crate::reactor::undropped::into_plain;
 use crate::reactor::EventLoop;
 
 /// What a cancelled timer tells the structured trace, which implements it
@@ -296,19 +296,12 @@ struct StoreInner<F> {
     free: Vec<u32>,
 }
 
-/// The closures are kept as `ManuallyDrop` so that moving one in ([`put_in`]) has nothing
-/// to drop if it unwinds, which lets the compiler keep it in registers on the way
-/// ([`Timers::push`](crate::reactor::timers::Timers::push)). The store drops them itself:
+/// The closures are kept as `ManuallyDrop`s (`undropped.rs` says why), so the store drops
+/// them itself: the closures of timers that never ran, on a loop dropped with them pending,
+/// go as a plain vector's elements would, all of them even if one of them panics.
 impl<F> Drop for StoreInner<F> {
-    /// The closures of timers that never ran, on a loop dropped with them pending, are
-    /// dropped as the plain `Vec<Option<F>>` they are turned back into (in place, with no
-    /// allocation) would drop them: all of them, even if one of them panics.
     fn drop(&mut self) {
-        let closures: Vec<Option<F>> = std::mem::take(&mut self.closures)
-            .into_iter()
-            .map(ManuallyDrop::into_inner)
-            .collect();
-        drop(closures);
+        drop(into_plain(std::mem::take(&mut self.closures)));
     }
 }
 
