@@ -122,6 +122,7 @@ impl Wakes {
     }
 
     /// Wakes it, from the reader or writer callback of `event_loop` (on the loop's thread).
+    #[inline]
     fn wake(self, event_loop: &EventLoop) {
         match self {
             Wakes::Task(key) => wake_task(&event_loop.inner, key),
@@ -371,6 +372,7 @@ impl State {
     /// The operation on `side` found the fd drained: `WouldBlock` (`would_block`: a syscall
     /// was spent on it, counted in `Stats`), or a short stream read or write. Until the loop
     /// reports readiness in a later poll, operations wait before they try.
+    #[inline(always)]
     fn drained(&self, side: Side, would_block: bool) {
         let dir = self.direction(side);
         dir.drained.set(true);
@@ -382,6 +384,14 @@ impl State {
                 return;
             }
         }
+        self.drained_slow(side, would_block);
+    }
+
+    /// [`drained`](State::drained) outside a step of this fd's loop, or after a
+    /// `WouldBlock`: the iteration is asked of the loop, and a `WouldBlock` counted.
+    #[cold]
+    #[inline(never)]
+    fn drained_slow(&self, side: Side, would_block: bool) {
         let Ok(event_loop) = self.event_loop() else {
             // No loop to wait on: the wait that follows fails with this same error.
             self.drained_at(side).set(0);
@@ -902,6 +912,7 @@ impl<T: AsFd> Async<T> {
     /// or write, and no report came since). Then the wait comes first, and the syscall only
     /// once the loop reports the fd ready — as tokio's `ScheduledIo` readiness does. A wait
     /// that completes is such a report, so after it `op` is always tried.
+    #[inline(always)]
     fn poll_op<'a, R>(
         &'a self,
         cx: &mut Context<'_>,
