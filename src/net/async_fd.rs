@@ -388,7 +388,9 @@ impl State {
     }
 
     /// [`drained`](State::drained) outside a step of this fd's loop, or after a
-    /// `WouldBlock`: the iteration is asked of the loop, and a `WouldBlock` counted.
+    /// `WouldBlock`: the iteration is asked of the loop, and a `WouldBlock` counted. Out of
+    /// line, so that the short read of a task's step stays a few inlined instructions; this
+    /// half follows a syscall already spent (`docs/16-performance.md`, round nineteen).
     #[cold]
     #[inline(never)]
     fn drained_slow(&self, side: Side, would_block: bool) {
@@ -912,6 +914,10 @@ impl<T: AsFd> Async<T> {
     /// or write, and no report came since). Then the wait comes first, and the syscall only
     /// once the loop reports the fd ready — as tokio's `ScheduledIo` readiness does. A wait
     /// that completes is such a report, so after it `op` is always tried.
+    ///
+    /// Always inlined: every socket operation runs through it, and as a call its entry and
+    /// exit were 59 of an echo round trip's 1,024 user-space instructions
+    /// (`docs/16-performance.md`, round nineteen).
     #[inline(always)]
     fn poll_op<'a, R>(
         &'a self,
