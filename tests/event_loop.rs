@@ -359,6 +359,46 @@ per_backend! {
         assert_eq!(s.timers, 1, "the watchdog");
     }
 
+    /// `Stats::fds` counts the fds with a reader or a writer through every way a wish
+    /// changes: a second side of one fd, a replaced reader, a side removed, a registration
+    /// the kernel refuses (nothing changes), a removal and a re-add within one iteration,
+    /// the loop's close. (The loop keeps the count as wishes change, so that `stats` walks
+    /// nothing: `docs/16-performance.md`, round nineteen.)
+    fn stats_fds_follows_every_change_of_a_wish(backend: Backend) {
+        let lp = new_loop(backend);
+        let (a, b) = pair();
+        let (c, _d) = pair();
+        let (fa, fb) = (a.as_raw_fd(), b.as_raw_fd());
+        assert_eq!(lp.stats().fds, 0);
+        lp.add_reader(fa, |_| {}).unwrap();
+        assert_eq!(lp.stats().fds, 1);
+        lp.add_writer(fa, |_| {}).unwrap();
+        assert_eq!(lp.stats().fds, 1, "two sides of one fd are one fd");
+        lp.add_reader(fb, |_| {}).unwrap();
+        lp.add_reader(fb, |_| {}).unwrap();
+        assert_eq!(lp.stats().fds, 2, "a replaced reader is still one");
+        lp.remove_writer(fa);
+        assert_eq!(lp.stats().fds, 2, "fa keeps its reader");
+        lp.remove_reader(fa);
+        assert_eq!(lp.stats().fds, 1);
+        assert!(!lp.remove_reader(fa), "nothing left to remove");
+        assert_eq!(lp.stats().fds, 1);
+        // A registration the kernel refuses leaves the count as it was.
+        let closed = c.as_raw_fd();
+        drop(c);
+        assert!(lp.add_reader(closed, |_| {}).is_err());
+        assert_eq!(lp.stats().fds, 1);
+        // Removed and added again before step 1 applies the removal.
+        lp.remove_reader(fb);
+        assert_eq!(lp.stats().fds, 0);
+        lp.add_reader(fb, |_| {}).unwrap();
+        assert_eq!(lp.stats().fds, 1);
+        lp.run_nowait().unwrap();
+        assert_eq!(lp.stats().fds, 1);
+        lp.close().unwrap();
+        assert_eq!(lp.stats().fds, 0, "close drops every watcher");
+    }
+
     /// Step 4 hands the report of a wait's one event straight to step 6 when the ready deque
     /// is empty (`docs/03-one-iteration.md`, step 4): the order must stay the deque's. The
     /// ready fd's reader runs first, then the timer step 5 found due; with a threadsafe

@@ -83,6 +83,10 @@ pub(crate) struct Registry {
     events: Events,
     waker_fd: RawFd,
     pub(crate) interest_changes: u64,
+    /// How many fds have a reader or a writer, kept by [`set`](Registry::set) (the only
+    /// place a wish changes), so that [`len`](Registry::len), which `EventLoop::stats`
+    /// asks, does not walk every slot.
+    watched: usize,
 }
 
 /// Initial and largest event-buffer sizes; the buffer doubles whenever a wait fills it.
@@ -103,6 +107,7 @@ impl Registry {
             events: Events::with_capacity(EVENTS_INITIAL),
             waker_fd,
             interest_changes: 0,
+            watched: 0,
         })
     }
 
@@ -117,12 +122,9 @@ impl Registry {
         self.selector.take_reported_error(fd)
     }
 
-    /// How many fds have a reader or a writer.
+    /// How many fds have a reader or a writer. O(1).
     pub(crate) fn len(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|(_, s)| !s.wanted().is_empty())
-            .count()
+        self.watched
     }
 
     /// Installs (`Some`) or removes (`None`) the reader or writer of `fd`; returns the
@@ -161,6 +163,7 @@ impl Registry {
         let Some(slot) = self.slots.get_mut(fd) else {
             unreachable!("slot inserted above")
         };
+        let was_watched = !slot.wanted().is_empty();
         let old = match side {
             Side::Reader => std::mem::replace(&mut slot.reader, watcher),
             Side::Writer => std::mem::replace(&mut slot.writer, watcher),
@@ -195,6 +198,8 @@ impl Registry {
         match result {
             Ok(changes) => {
                 self.interest_changes += changes;
+                self.watched =
+                    self.watched + usize::from(!wanted.is_empty()) - usize::from(was_watched);
                 if wanted.is_empty() && slot.kernel.is_empty() && !slot.dirty {
                     self.slots.remove(fd);
                 }
@@ -389,6 +394,7 @@ impl Registry {
     /// Every watcher with its side, for `close()` to cancel and drop outside the borrow.
     pub(crate) fn take_watchers(&mut self) -> Vec<(WatchRef, Side)> {
         let slots = std::mem::take(&mut self.slots);
+        self.watched = 0;
         let mut out = Vec::new();
         for (_, slot) in slots.iter() {
             out.extend(slot.reader.iter().map(|r| (r.clone(), Side::Reader)));
