@@ -206,8 +206,8 @@ impl Registry {
                 Ok(old)
             }
             Err(e) => {
-                // Roll back: the new watcher is not installed; a failed re-registration
-                // leaves the kernel without the fd.
+                // Roll back: the new watcher is not installed (the wish is what it was, so
+                // `watched` stands); a failed re-registration leaves the kernel without the fd.
                 match side {
                     Side::Reader => slot.reader = old,
                     Side::Writer => slot.writer = old,
