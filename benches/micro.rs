@@ -134,6 +134,15 @@ struct Fired {
 }
 
 /// One round of [`timers`] on `lp`, printing its figures under `bench`, if given.
+///
+/// Each timer's deadline is made before the clock starts, in the type the verb takes: an
+/// `Instant` for `call_at`, a `Duration` for `call_later`. The peers' programs do the same
+/// with the same nanoseconds: libev's hands `ev_timer_init` seconds as doubles, libuv's
+/// milliseconds, both converted beforehand; what the timed loop holds is the verb and what the
+/// loop does with its argument (`call_at` turns the `Instant` into its heap's key, as
+/// `ev_timer_start` adds its cached time). Until round twenty this program added each
+/// `Duration` to its base `Instant` inside the timed loop, about 25 instructions per timer
+/// of std's arithmetic that no peer's insert held (`docs/16-performance.md`).
 fn timers_round(lp: &EventLoop, dls: &[u64], later: bool, bench: Option<&str>) {
     let n = dls.len();
     // What every timer shares, in one place, as libev's program keeps it in globals; each
@@ -143,23 +152,33 @@ fn timers_round(lp: &EventLoop, dls: &[u64], later: bool, bench: Option<&str>) {
         count: Cell::new(0),
         expect: (n - n / 2) as u64,
     });
-    let c0 = process_cpu_time();
-    let base = lp.time();
-    let mut handles = Vec::with_capacity(n);
-    for (i, &d) in dls.iter().enumerate() {
+    let callback = |i: usize| {
         let fired = fired.clone();
-        let callback = move |lp: &EventLoop| {
+        move |lp: &EventLoop| {
             std::hint::black_box(i);
             fired.count.set(fired.count.get() + 1);
             if fired.count.get() == fired.expect {
                 lp.stop();
             }
-        };
-        handles.push(if later {
-            lp.call_later(Duration::from_nanos(d), callback)
-        } else {
-            lp.call_at(base + Duration::from_nanos(d), callback)
-        });
+        }
+    };
+    let base = lp.time();
+    let delays: Vec<Duration> = dls.iter().map(|&d| Duration::from_nanos(d)).collect();
+    let instants: Vec<Instant> = if later {
+        Vec::new()
+    } else {
+        delays.iter().map(|&d| base + d).collect()
+    };
+    let mut handles = Vec::with_capacity(n);
+    let c0 = process_cpu_time();
+    if later {
+        for (i, &delay) in delays.iter().enumerate() {
+            handles.push(lp.call_later(delay, callback(i)));
+        }
+    } else {
+        for (i, &when) in instants.iter().enumerate() {
+            handles.push(lp.call_at(when, callback(i)));
+        }
     }
     let c1 = process_cpu_time();
     for h in handles.iter().skip(1).step_by(2) {
