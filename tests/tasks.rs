@@ -1,6 +1,7 @@
 //! The task layer on every backend: the step/wake invariants with counting futures (exact
 //! poll and drop counts), cancellation (sleeping, waiting on a promise, waiting on I/O),
-//! wakes from other threads, panics, detaching, loop close, promises, sleep and timeout.
+//! wakes from other threads, panics, detaching, loop close, promises, sleep and timeout, and
+//! what each future answers when polled again after its result.
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::pin::Pin;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -521,6 +522,90 @@ per_backend! {
         assert_eq!(lp.stats().timers, 0, "the loser's timer went with it");
     }
 
+    fn edge_63_every_future_polled_again_after_its_result_answers_as_documented(
+        backend: Backend
+    ) {
+        use evloop::channel::{mpsc, oneshot};
+        use evloop::sync::{Barrier, Event, Mutex, Notify, Queue, RwLock, Semaphore};
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            // A task that gave its result panics with a message saying so.
+            let mut task = evloop::spawn(async { 5 });
+            assert_eq!((&mut task).await.unwrap(), 5);
+            assert_eq!(
+                poll_again(&mut task).unwrap_err(),
+                "a Task was polled again after it returned its result"
+            );
+            // The sync primitives' waits and an mpsc send, each once at once and once after
+            // waiting: the second poll panics with one message.
+            const AGAIN: &str = "a sync future was polled again after it completed";
+            let semaphore = Semaphore::new(1);
+            let mut acquire = pin!(semaphore.acquire());
+            let permit = acquire.as_mut().await;
+            assert_eq!(poll_again(&mut acquire).unwrap_err(), AGAIN);
+            assert_eq!(semaphore.available_permits(), 0, "no second permit taken");
+            let mut waiting = pin!(semaphore.acquire());
+            assert!(poll_again(&mut waiting).unwrap().is_pending());
+            drop(permit);
+            let _permit = waiting.as_mut().await;
+            assert_eq!(poll_again(&mut waiting).unwrap_err(), AGAIN);
+            let event = Event::new();
+            event.set();
+            let mut wait = pin!(event.wait());
+            wait.as_mut().await;
+            assert_eq!(poll_again(&mut wait).unwrap_err(), AGAIN);
+            let queue = Queue::new(1);
+            let mut put = pin!(queue.put(1u8));
+            put.as_mut().await;
+            assert_eq!(poll_again(&mut put).unwrap_err(), AGAIN);
+            let mut get = pin!(queue.get());
+            assert_eq!(get.as_mut().await, 1);
+            assert_eq!(poll_again(&mut get).unwrap_err(), AGAIN);
+            let barrier = Barrier::new(1);
+            let mut through = pin!(barrier.wait());
+            through.as_mut().await;
+            assert_eq!(poll_again(&mut through).unwrap_err(), AGAIN);
+            let notify = Notify::new();
+            notify.notify_one();
+            let mut notified = pin!(notify.notified());
+            notified.as_mut().await;
+            assert_eq!(poll_again(&mut notified).unwrap_err(), AGAIN);
+            let mutex = Mutex::new(0u8);
+            let mut lock = pin!(mutex.lock());
+            drop(lock.as_mut().await);
+            assert_eq!(poll_again(&mut lock).unwrap_err(), AGAIN);
+            let rwlock = RwLock::new(0u8);
+            let mut read = pin!(rwlock.read());
+            drop(read.as_mut().await);
+            assert_eq!(poll_again(&mut read).unwrap_err(), AGAIN);
+            let mut write = pin!(rwlock.write());
+            drop(write.as_mut().await);
+            assert_eq!(poll_again(&mut write).unwrap_err(), AGAIN);
+            let (tx, mut rx) = mpsc::bounded(1);
+            let mut send = pin!(tx.send(3u8));
+            send.as_mut().await.unwrap();
+            assert_eq!(poll_again(&mut send).unwrap_err(), AGAIN);
+            assert_eq!(rx.recv().await, Some(3), "sent once, not twice");
+            assert!(rx.try_recv().is_err());
+            // A oneshot receiver that gave its value answers `RecvError`, at once.
+            let (tx, mut rx) = oneshot::channel();
+            tx.send(9u8).unwrap();
+            assert_eq!((&mut rx).await, Ok(9));
+            assert_eq!(poll_again(&mut rx).unwrap(), Poll::Ready(Err(oneshot::RecvError)));
+            // A promise is fused: it gives its outcome again.
+            let promise: Promise<u8> = lp.create_promise();
+            promise.set_result(4).unwrap();
+            let mut awaited = promise.clone();
+            assert_eq!((&mut awaited).await.unwrap(), 4);
+            assert!(matches!(poll_again(&mut awaited).unwrap(), Poll::Ready(Ok(4))));
+            // So is a sleep.
+            let mut sleep = evloop::sleep(Duration::from_millis(1));
+            (&mut sleep).await;
+            assert_eq!(poll_again(&mut sleep).unwrap(), Poll::Ready(()));
+        })
+        .unwrap();
+    }
+
     fn promise_rules(backend: Backend) {
         let lp = new_loop(backend);
         let p: Promise<String> = lp.create_promise();
@@ -576,4 +661,20 @@ fn spawn_outside_a_running_loop_panics_with_advice() {
     .unwrap_err();
     let msg = panic_message(err);
     assert!(msg.contains("outside a running event loop"), "{msg}");
+}
+
+/// Polls `future` once more with a waker that does nothing: what it answers, or the message
+/// it panicked with.
+fn poll_again<F: Future + Unpin>(future: &mut F) -> Result<Poll<F::Output>, String> {
+    let mut cx = Context::from_waker(Waker::noop());
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Pin::new(&mut *future).poll(&mut cx)
+    }))
+    .map_err(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
+    })
 }

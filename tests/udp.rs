@@ -1,6 +1,7 @@
-//! UDP on every backend: ping-pong, truncation detected, ICMP port-unreachable reported on a
-//! connected socket which then keeps working, empty datagrams, cancelled receives, std
-//! conversions (edge cases 51, 57, 65). Loopback only (127.0.0.1, and ::1 where it exists).
+//! UDP on every backend: ping-pong, truncation detected, a datagram too large refused by its
+//! send, ICMP port-unreachable reported on a connected socket which then keeps working, empty
+//! datagrams, cancelled receives, std conversions (edge cases 51, 57, 65). Loopback only
+//! (127.0.0.1, and ::1 where it exists).
 
 mod common;
 
@@ -12,6 +13,12 @@ use std::time::Duration;
 
 use common::*;
 use evloop::net::UdpSocket;
+
+/// `EMSGSIZE`: "message too long" (the `libc` crate is not a dependency of these tests).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const EMSGSIZE: i32 = 90;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const EMSGSIZE: i32 = 40;
 
 /// A 127.0.0.1 port with nothing bound to it: bind a socket, note its port, close it.
 fn dead_port() -> SocketAddr {
@@ -77,6 +84,41 @@ per_backend! {
             assert_eq!(b.recv_full(&mut small).await?, (10, true));
             a.send_to(&payload, b.local_addr()?).await?;
             assert_eq!(b.recv(&mut small).await?, 10);
+            Ok::<(), io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+
+    fn edge_57_a_datagram_too_large_fails_its_send_and_the_socket_goes_on(backend: Backend) {
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            let a = UdpSocket::bind(any_port())?;
+            let b = UdpSocket::bind(any_port())?;
+            // An IPv4 UDP datagram carries at most 65,507 bytes: the kernel refuses the send
+            // at once (EMSGSIZE), and no readiness would ever make it fit, so the send must
+            // fail rather than wait.
+            let huge = vec![7u8; 70_000];
+            let err = evloop::timeout(Duration::from_secs(5), a.send_to(&huge, b.local_addr()?))
+                .await
+                .expect("the refusal is returned, not waited on")
+                .unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(EMSGSIZE), "{err}");
+            // Nothing was sent, and the socket goes on working, both ways.
+            a.send_to(b"small", b.local_addr()?).await?;
+            let mut buf = [0u8; 16];
+            let (n, from) = b.recv_from(&mut buf).await?;
+            assert_eq!((&buf[..n], from), (&b"small"[..], a.local_addr()?));
+            b.send_to(b"back", a.local_addr()?).await?;
+            let (n, _) = a.recv_from(&mut buf).await?;
+            assert_eq!(&buf[..n], b"back");
+            // The same on a connected socket's send.
+            a.connect(b.local_addr()?)?;
+            let err = a.send(&huge).await.unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(EMSGSIZE), "{err}");
+            a.send(b"again").await?;
+            let (n, _) = b.recv_from(&mut buf).await?;
+            assert_eq!(&buf[..n], b"again");
             Ok::<(), io::Error>(())
         })
         .unwrap()
