@@ -606,6 +606,28 @@ per_backend! {
         .unwrap();
     }
 
+    fn edge_66_a_promise_awaited_on_another_loop_wakes_its_task_there(backend: Backend) {
+        let first = new_loop(backend);
+        let second = new_loop(backend);
+        let promise: Promise<u8> = first.create_promise();
+        let log = Log::default();
+        let l = log.clone();
+        promise.add_done_callback(move |p| l.push(format!("done: {:?}", p.result())));
+        // A task of the second loop awaits the first loop's promise.
+        let task = second.spawn(promise.clone());
+        second.run_nowait().unwrap();
+        assert!(!task.is_done());
+        promise.set_result(7).unwrap();
+        // One iteration of the second loop alone finishes its task: the promise woke it there.
+        second.run_nowait().unwrap();
+        assert!(task.is_done(), "woken through its own loop");
+        assert_eq!(second.run_until_complete(task).unwrap().unwrap().unwrap(), 7);
+        // The done-callback belongs to the first loop, which has not run yet.
+        assert!(log.get().is_empty(), "{:?}", log.get());
+        first.run_nowait().unwrap();
+        assert_eq!(log.get(), ["done: Some(Ok(7))"]);
+    }
+
     fn promise_rules(backend: Backend) {
         let lp = new_loop(backend);
         let p: Promise<String> = lp.create_promise();
