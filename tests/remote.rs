@@ -1,5 +1,6 @@
 //! `Remote::call_soon_threadsafe` and `Remote::wake` on every backend: a blocked loop wakes,
-//! wake-ups coalesce, none is lost under a storm from several threads (edge case 45).
+//! wake-ups coalesce, none is lost under a storm from several threads (edge case 45), and a
+//! reader removed from another thread while it runs never runs after (edge case 35).
 
 mod common;
 
@@ -9,6 +10,59 @@ use std::time::Duration;
 use common::*;
 
 per_backend! {
+    fn edge_35_a_reader_removed_from_another_thread_while_it_runs_never_runs_after(
+        backend: Backend
+    ) {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        use std::sync::mpsc;
+        let lp = new_loop(backend);
+        let _watchdog = watchdog(&lp, 10);
+        let (a, mut b) = pair();
+        b.write_all(b"x").unwrap(); // never drained: the reader stays ready
+        let fd = a.as_raw_fd();
+        let log = Arc::new(Mutex::new(Vec::<&str>::new()));
+        // The other thread posts the removal while the reader's callback is running, and
+        // the callback goes on until the post is in the loop's queue.
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let (posted_tx, posted_rx) = mpsc::channel::<()>();
+        let remote = lp.remote();
+        let l = log.clone();
+        let other = std::thread::spawn(move || {
+            go_rx.recv().unwrap();
+            remote
+                .call_soon_threadsafe(move |lp| {
+                    assert!(lp.remove_reader(fd));
+                    l.lock().unwrap().push("removed");
+                    lp.call_later(Duration::from_millis(20), |lp| lp.stop());
+                })
+                .unwrap();
+            posted_tx.send(()).unwrap();
+        });
+        let l = log.clone();
+        let first = std::cell::Cell::new(true);
+        lp.add_reader(fd, move |_| {
+            l.lock().unwrap().push("reader begins");
+            if first.replace(false) {
+                go_tx.send(()).unwrap();
+                posted_rx.recv().unwrap();
+            }
+            l.lock().unwrap().push("reader ends");
+        })
+        .unwrap();
+        lp.run_forever().unwrap();
+        other.join().unwrap();
+        let log = log.lock().unwrap().clone();
+        // The removal ran between two callbacks, never inside one, and the reader (ready all
+        // along) never ran after it.
+        let removed = log.iter().position(|e| *e == "removed").expect("the removal ran");
+        assert_eq!(&log[..2], ["reader begins", "reader ends"], "{log:?}");
+        assert_eq!(removed % 2, 0, "between two callbacks: {log:?}");
+        assert_eq!(removed, log.len() - 1, "nothing of the reader after it: {log:?}");
+        assert!(!lp.has_reader(fd));
+        assert_eq!(lp.stats().fds, 0);
+    }
+
     fn a_blocked_loop_wakes_for_a_threadsafe_callback(backend: Backend) {
         // Nothing scheduled, nothing watched (but the watchdog): the loop blocks in select
         // until the other thread's callback arrives.

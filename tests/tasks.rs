@@ -692,11 +692,5 @@ fn poll_again<F: Future + Unpin>(future: &mut F) -> Result<Poll<F::Output>, Stri
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Pin::new(&mut *future).poll(&mut cx)
     }))
-    .map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default()
-    })
+    .map_err(panic_message)
 }
