@@ -1,14 +1,19 @@
-//! edge case 56: `accept` out of fds (`EMFILE`) must not become a busy loop, and the loop must
-//! keep working. Each backend's case runs in a child process (this test binary, re-run with
-//! `EVLOOP_EMFILE_CHILD` naming the backend), because it lowers `RLIMIT_NOFILE`, which is
-//! process-wide.
+//! Out of fds, in child processes, since `RLIMIT_NOFILE` is process-wide: each backend's case
+//! runs in this test binary re-run with an environment variable naming the case and the
+//! backend.
 //!
-//! The child: a listener with one connection in its backlog, every free fd number taken (so
-//! `accept` fails with `EMFILE` and the connection stays pending, the listener readable
-//! forever), a task calling `accept` in a loop and counting errors, a timer that must still
-//! fire. For one second: errors are reported, iterations stay bounded (the listener is not
-//! watched while paused), the timer fires. Then the fds are freed and the pending
-//! connection is accepted.
+//! Edge case 56: `accept` out of fds (`EMFILE`) must not become a busy loop, and the loop must
+//! keep working. The child: a listener with one connection in its backlog, every free fd
+//! number taken (so `accept` fails with `EMFILE` and the connection stays pending, the
+//! listener readable forever), a task calling `accept` in a loop and counting errors, a timer
+//! that must still fire. For one second: errors are reported, iterations stay bounded (the
+//! listener is not watched while paused), the timer fires. Then the fds are freed and the
+//! pending connection is accepted.
+//!
+//! Edge case 7: a soft limit lowered below the number of fds already watched. poll's wait
+//! then fails with `EINVAL` (it refuses more entries than the limit), and the error must say
+//! why, with both numbers; the other backends keep no per-wait count and go on. Either way
+//! the loop works again once the limit is raised.
 
 mod common;
 
@@ -22,6 +27,7 @@ use common::*;
 use evloop::net::TcpListener;
 
 const CHILD_ENV: &str = "EVLOOP_EMFILE_CHILD";
+const LIMIT_CHILD_ENV: &str = "EVLOOP_NOFILE_LIMIT_CHILD";
 
 #[test]
 fn child_case() {
@@ -30,6 +36,15 @@ fn child_case() {
     };
     let backend: Backend = name.parse().unwrap();
     emfile_case(backend);
+}
+
+#[test]
+fn limit_child_case() {
+    let Ok(name) = std::env::var(LIMIT_CHILD_ENV) else {
+        return; // the parent's run of this test: nothing to do
+    };
+    let backend: Backend = name.parse().unwrap();
+    limit_below_the_watched_case(backend);
 }
 
 fn emfile_case(backend: Backend) {
@@ -98,15 +113,58 @@ fn emfile_case(backend: Backend) {
     );
 }
 
-/// Re-runs this binary for `backend`'s case; fails if it fails or does not end within 30 s
-/// (a synchronous busy loop would starve even the watchdog timer, so the parent kills it).
-fn run_child(backend: Backend) {
+fn limit_below_the_watched_case(backend: Backend) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let lp = new_loop(backend);
+    let pairs: Vec<_> = (0..64).map(|_| pair()).collect();
+    let fired = Rc::new(Cell::new(0u32));
+    for (a, _) in &pairs {
+        let fired = fired.clone();
+        lp.add_reader(a.as_raw_fd(), move |_| fired.set(fired.get() + 1))
+            .unwrap();
+    }
+    lp.run_nowait().unwrap();
+    // The watched fds stay open; the kernel only refuses new fds above the limit, and poll
+    // any wait over more entries than it.
+    let limit = 16;
+    assert_eq!(
+        evloop::sys::fd::set_nofile_soft_limit(limit).unwrap(),
+        limit
+    );
+    let outcome = lp.run_nowait();
+    if backend == Backend::Poll {
+        let err = outcome.expect_err("poll refuses more entries than RLIMIT_NOFILE");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("is more than RLIMIT_NOFILE allows (soft limit 16)")
+                && text.contains("raise the limit"),
+            "the error says why, with both numbers: {text}"
+        );
+        eprintln!("nofile limit[{backend}]: {text}");
+    } else {
+        outcome.expect("no per-wait count of fds on this backend");
+    }
+    assert_eq!(fired.get(), 0);
+    // Raised again, the same loop goes on: a ready fd's reader runs.
+    evloop::sys::fd::raise_nofile_limit().unwrap();
+    (&pairs[5].1).write_all(b"x").unwrap();
+    lp.run_nowait().unwrap();
+    assert_eq!(fired.get(), 1, "the loop works again");
+    eprintln!("nofile limit[{backend}]: checked");
+}
+
+/// Re-runs this binary for `backend`'s run of the child test `test` (`env` names the backend
+/// to it); fails if it fails, does not end within 30 s (a synchronous busy loop would starve
+/// even the watchdog timer, so the parent kills it), or did not print `ran`.
+fn run_child(backend: Backend, test: &str, env: &str, ran: &str) {
     use std::io::{Read, Seek};
     let exe = std::env::current_exe().unwrap();
     let mut log = tempfile::tempfile().unwrap();
     let mut child = Command::new(exe)
-        .args(["--exact", "child_case", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, backend.name())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env, backend.name())
         .stdout(Stdio::null())
         .stderr(Stdio::from(log.try_clone().unwrap()))
         .spawn()
@@ -130,14 +188,15 @@ fn run_child(backend: Backend) {
         panic!("child for {backend} still running after 30 s (a busy accept loop?):\n{stderr}");
     };
     assert!(status.success(), "child for {backend} failed:\n{stderr}");
-    assert!(
-        stderr.contains("EMFILE errors"),
-        "the child ran the case:\n{stderr}"
-    );
+    assert!(stderr.contains(ran), "the child ran the case:\n{stderr}");
 }
 
 per_backend! {
     fn accept_out_of_fds_reports_the_error_without_a_busy_loop(backend: Backend) {
-        run_child(backend);
+        run_child(backend, "child_case", CHILD_ENV, "EMFILE errors");
+    }
+
+    fn edge_7_a_limit_lowered_below_the_watched_fds_is_explained_and_survived(backend: Backend) {
+        run_child(backend, "limit_child_case", LIMIT_CHILD_ENV, "nofile limit");
     }
 }

@@ -64,7 +64,6 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Res
     cvt_wait(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) })
 }
 
-/// A parked entry keeps its fd recoverable as `!fd` (negative, so `poll` skips it).
 /// The error of a failed `poll` over `n` entries. `EINVAL` there means `n` is more than the
 /// process's `RLIMIT_NOFILE` (edge case 7): the message says so, with both numbers, since
 /// "Invalid argument" alone gives no clue.
@@ -203,7 +202,8 @@ impl Selector for PollSelector {
             };
             let nval = r & libc::POLLNVAL != 0;
             if nval {
-                // Closed behind our back: report once, then park until unregistered.
+                // Closed behind our back: report once, then park until unregistered. A
+                // parked entry keeps its fd recoverable as `!fd`, negative, so `poll` skips it.
                 pfd.fd = !fd;
             }
             events.push(Event::masked(
