@@ -12,7 +12,7 @@
 //! - `mod.rs`: what every family shares: [`SockType`]; creating a socket; `bind`,
 //!   `connect`, `accept4`, `getsockname` and `getpeername`, each written once for any
 //!   address layout; [`listen`], [`shutdown`], [`take_error`]; the options; the stream calls
-//!   [`send`], [`recv`], [`peek`]; the error classes.
+//!   [`send`], [`send_vectored`], [`recv`], [`peek`]; the error classes.
 //! - `addr.rs`: the C address layouts, no syscall: [`SockAddr`] (IPv4, IPv6) and
 //!   [`UnixSocketAddr`] (path, abstract name, unnamed).
 //! - `ip.rs`: the IP face, in [`std::net::SocketAddr`]: [`socket`], [`bind`], [`connect`],
@@ -43,11 +43,11 @@
 //!   SOCK_NONBLOCK` to `socket`, `socketpair` and `accept4`, edge case 60). macOS has neither
 //!   flag nor `accept4`: there the flags are set right after creation, and the functions say
 //!   so.
-//! - **No SIGPIPE** (edge case 53): [`send`], [`send_to`] and [`send_to_unix`] pass
-//!   `MSG_NOSIGNAL` where it exists (Linux, the BSDs); on macOS, which lacks it, every socket
-//!   made here gets `SO_NOSIGPIPE`. Writing to a closed peer is then an `EPIPE`/`ECONNRESET`
-//!   error, even in a program that did not ignore SIGPIPE (a C host, or Rust built with
-//!   `-Zon-broken-pipe=kill`).
+//! - **No SIGPIPE** (edge case 53): [`send`], [`send_vectored`], [`send_to`] and
+//!   [`send_to_unix`] pass `MSG_NOSIGNAL` where it exists (Linux, the BSDs); on macOS, which
+//!   lacks it, every socket made here gets `SO_NOSIGPIPE`. Writing to a closed peer is then
+//!   an `EPIPE`/`ECONNRESET` error, even in a program that did not ignore SIGPIPE (a C host,
+//!   or Rust built with `-Zon-broken-pipe=kill`).
 //! - **Non-blocking connect** (edge case 49): [`connect`] and [`connect_unix`] report "in
 //!   progress" for `EINPROGRESS` *and* `EINTR` (after EINTR the kernel continues the connect;
 //!   calling `connect` again would answer `EALREADY`); the caller waits for writability and
@@ -59,7 +59,7 @@
 //!
 //! Read next: `src/net/async_fd.rs`, the readiness wrapper built on these.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::mem::{size_of, MaybeUninit};
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -268,6 +268,55 @@ pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
+/// The most slices one [`send_vectored`] passes to the kernel: `IOV_MAX`, 1024 on Linux
+/// (`UIO_MAXIOV`), macOS and the BSDs. More would be refused whole (`EMSGSIZE`); the slices
+/// past it are left for the caller's next call, as a short write.
+pub const MAX_SLICES: usize = 1024;
+
+/// Sends the bytes of `bufs`, in order, with one `sendmsg(2)`, never raising SIGPIPE: a
+/// header and a body in one syscall, with no copy into one buffer. Sends up to the total
+/// of the first [`MAX_SLICES`] slices; like [`send`], a count short of that is normal when
+/// the send buffer fills. Slices may be empty. On a connected datagram socket the slices
+/// make one datagram.
+///
+/// `writev(2)` would do the same on a stream, but it takes no flags, so a closed peer would
+/// raise SIGPIPE on Linux (edge case 53); `sendmsg` takes [`send`]'s flags.
+///
+/// # Errors
+/// As [`send`].
+///
+/// # Examples
+///
+/// ```
+/// use std::io::IoSlice;
+/// use std::os::fd::AsFd;
+/// use std::os::unix::net::UnixStream;
+///
+/// let (a, b) = UnixStream::pair()?;
+/// let bufs = [IoSlice::new(b"head "), IoSlice::new(b""), IoSlice::new(b"body")];
+/// assert_eq!(evloop_sys::socket::send_vectored(a.as_fd(), &bufs)?, 9);
+/// let mut got = [0u8; 9];
+/// assert_eq!(evloop_sys::socket::recv(b.as_fd(), &mut got)?, 9);
+/// assert_eq!(&got, b"head body");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn send_vectored(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    let bufs = &bufs[..bufs.len().min(MAX_SLICES)];
+    // SAFETY: an all-zero `msghdr` is valid (integers, null pointers, and on some libcs
+    // padding): no name, no control data.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSlice` is guaranteed ABI-compatible with `iovec` on Unix; `sendmsg` only reads the
+    // array and the bytes it points to (the `*mut` is the C declaration's).
+    msg.msg_iov = bufs.as_ptr().cast_mut().cast::<libc::iovec>();
+    // `size_t` on glibc, `int` on musl, macOS and the BSDs; at most `MAX_SLICES`, it fits.
+    msg.msg_iovlen = bufs.len() as _;
+    // SAFETY: `msg` is a valid `msghdr` whose `msg_iov` points to `bufs.len()` valid `iovec`s
+    // (the `IoSlice`s), each valid for reads of its length, for the whole call; the kernel
+    // writes nothing through it.
+    let n = cvt(unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, SEND_FLAGS) })?;
+    Ok(n as usize)
+}
+
 /// Receives up to `buf.len()` bytes of a stream with one `recv(2)`. `Ok(0)` with a non-empty
 /// `buf` is end of stream; with an empty `buf` it means nothing (edge case 51), so callers
 /// should not pass one. For datagrams use [`recv_datagram`], which detects truncation.
@@ -454,6 +503,32 @@ pub use crate::fd::set_nofile_soft_limit;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vectored_send_passes_at_most_max_slices_and_keeps_their_order() {
+        use std::os::fd::AsFd;
+        let (a, b) = socketpair().unwrap();
+        // More slices than the kernel takes in one call: the call is cut at MAX_SLICES, not
+        // refused (EMSGSIZE), and the bytes come out in the slices' order.
+        let bytes: Vec<u8> = (0..2 * MAX_SLICES).map(|i| (i % 256) as u8).collect();
+        let slices: Vec<IoSlice> = bytes.chunks(1).map(IoSlice::new).collect();
+        assert_eq!(send_vectored(a.as_fd(), &slices).unwrap(), MAX_SLICES);
+        let mut got = vec![0u8; MAX_SLICES];
+        assert_eq!(recv(b.as_fd(), &mut got).unwrap(), MAX_SLICES);
+        assert_eq!(got, bytes[..MAX_SLICES]);
+        // No slices, or only empty ones: nothing sent, no error.
+        assert_eq!(send_vectored(a.as_fd(), &[]).unwrap(), 0);
+        assert_eq!(send_vectored(a.as_fd(), &[IoSlice::new(b"")]).unwrap(), 0);
+        // A full send buffer: WouldBlock, as `send` gives.
+        let chunk = vec![0u8; 1 << 16];
+        let err = loop {
+            match send_vectored(a.as_fd(), &[IoSlice::new(&chunk), IoSlice::new(&chunk)]) {
+                Ok(_) => continue,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{err}");
+    }
 
     #[test]
     fn error_classes() {
