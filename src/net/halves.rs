@@ -47,6 +47,16 @@ mod sealed {
             -> impl Future<Output = io::Result<()>> + 'a;
         fn write<'a>(&'a self, buf: &'a [u8]) -> impl Future<Output = io::Result<usize>> + 'a;
         fn write_all<'a>(&'a self, buf: &'a [u8]) -> impl Future<Output = io::Result<()>> + 'a;
+        fn write_vectored<'a>(
+            &'a self,
+            bufs: &'a [IoSlice<'a>],
+        ) -> impl Future<Output = io::Result<usize>> + 'a;
+        fn write_all_vectored<'a, 'b>(
+            &'a self,
+            bufs: &'a mut [IoSlice<'b>],
+        ) -> impl Future<Output = io::Result<()>> + 'a
+        where
+            'b: 'a;
         fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>;
         fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>>;
         fn poll_write_vectored(
@@ -84,6 +94,21 @@ macro_rules! split_stream {
             }
             fn write_all<'a>(&'a self, buf: &'a [u8]) -> impl Future<Output = io::Result<()>> + 'a {
                 $t::write_all(self, buf)
+            }
+            fn write_vectored<'a>(
+                &'a self,
+                bufs: &'a [IoSlice<'a>],
+            ) -> impl Future<Output = io::Result<usize>> + 'a {
+                $t::write_vectored(self, bufs)
+            }
+            fn write_all_vectored<'a, 'b>(
+                &'a self,
+                bufs: &'a mut [IoSlice<'b>],
+            ) -> impl Future<Output = io::Result<()>> + 'a
+            where
+                'b: 'a,
+            {
+                $t::write_all_vectored(self, bufs)
             }
             fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
                 $t::poll_read(self, cx, buf)
@@ -341,6 +366,58 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
         sealed::Halves::write_all(&*self.stream, buf).await
     }
 
+    /// The stream's `write_vectored` ([`TcpStream::write_vectored`]: one `sendmsg` of the
+    /// bytes of `bufs`). Cancel-safe.
+    ///
+    /// # Errors
+    /// As [`TcpStream::write`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// assert_eq!(write.write_vectored(&[IoSlice::new(b"h"), IoSlice::new(b"i")]).await?, 2);
+    /// let mut buf = [0u8; 2];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        sealed::Halves::write_vectored(&*self.stream, bufs).await
+    }
+
+    /// The stream's `write_all_vectored` ([`TcpStream::write_all_vectored`]). Not
+    /// cancel-safe.
+    ///
+    /// # Errors
+    /// As [`TcpStream::write_all`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = evloop::net::UnixStream::pair()?;
+    /// let (_read, write) = a.into_split();
+    /// write.write_all_vectored(&mut [IoSlice::new(b"hel"), IoSlice::new(b"lo")]).await?;
+    /// let mut buf = [0u8; 5];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hello");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn write_all_vectored(&self, bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+        sealed::Halves::write_all_vectored(&*self.stream, bufs).await
+    }
+
     /// The stream's `poll_write` ([`TcpStream::poll_write`]).
     ///
     /// # Errors
@@ -366,8 +443,8 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
         sealed::Halves::poll_write(&*self.stream, cx, buf)
     }
 
-    /// The stream's `poll_write_vectored` ([`TcpStream::poll_write_vectored`]: the first
-    /// non-empty slice).
+    /// The stream's `poll_write_vectored` ([`TcpStream::poll_write_vectored`]: one `sendmsg`
+    /// of the bytes of `bufs`).
     ///
     /// # Errors
     /// As [`TcpStream::write`].
@@ -382,10 +459,10 @@ impl<S: SplitStream> OwnedWriteHalf<S> {
     /// let (_read, write) = a.into_split();
     /// let bufs = [IoSlice::new(b""), IoSlice::new(b"ab"), IoSlice::new(b"cd")];
     /// let n = std::future::poll_fn(|cx| write.poll_write_vectored(cx, &bufs)).await?;
-    /// assert_eq!(n, 2); // only the first non-empty slice
-    /// let mut buf = [0u8; 2];
+    /// assert_eq!(n, 4); // every slice, in one syscall
+    /// let mut buf = [0u8; 4];
     /// b.read_exact(&mut buf).await?;
-    /// assert_eq!(&buf, b"ab");
+    /// assert_eq!(&buf, b"abcd");
     /// # Ok::<(), std::io::Error>(())
     /// # })??;
     /// # Ok::<(), std::io::Error>(())

@@ -350,20 +350,78 @@ impl<F: Family> Socket<F> {
         self.poll_send(cx, buf, &mut Wait::Slot)
     }
 
-    /// As [`poll_write`](Socket::poll_write) for the first non-empty slice of `bufs`:
-    /// `evloop_sys` has no vectored send (`sendmsg` with `MSG_NOSIGNAL`), and `writev` could
-    /// raise SIGPIPE (edge case 53). A short count is allowed by the contract of
-    /// `write_vectored`; no non-empty slice is `Ok(0)` and no syscall.
+    /// As [`poll_write`](Socket::poll_write) for the bytes of `bufs`, in order, with one
+    /// `sendmsg` ([`sys::send_vectored`]); slices with no bytes in all are `Ok(0)` and no
+    /// syscall.
     pub(crate) fn poll_write_vectored(
         &self,
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let first = bufs
-            .iter()
-            .find(|b| !b.is_empty())
-            .map_or(&[][..], |b| &**b);
-        self.poll_write(cx, first)
+        self.poll_send_vectored(cx, bufs, &mut Wait::Slot)
+    }
+
+    /// A stream write of the bytes of `bufs`, in order, with one `sendmsg`: at most their
+    /// total, waiting until one byte can be written; no bytes in all is `Ok(0)` without a
+    /// syscall.
+    pub(crate) fn write_vectored<'a>(
+        &'a self,
+        bufs: &'a [IoSlice<'a>],
+    ) -> impl Future<Output = io::Result<usize>> + 'a {
+        let mut wait = Wait::entry();
+        poll_fn(move |cx| self.poll_send_vectored(cx, bufs, &mut wait))
+    }
+
+    /// Writes all the bytes of `bufs`, in order, one `sendmsg` per partial write (edge case
+    /// 52), as [`write_all`](Socket::write_all) does for one buffer. The slice a partial
+    /// write ended in is advanced past what it sent (`IoSlice::advance_slices`), as std's
+    /// `write_all_vectored` does: the caller's slices may be changed.
+    ///
+    /// # Errors
+    /// As [`write`](Socket::write); `WriteZero` if the kernel accepts nothing.
+    pub(crate) async fn write_all_vectored(&self, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+        let mut wait = Wait::entry();
+        poll_fn(move |cx| {
+            // Past the empty slices in front: slices with no bytes at all are nothing to
+            // write, not a write the kernel refused (`WriteZero`).
+            IoSlice::advance_slices(&mut bufs, 0);
+            while !bufs.is_empty() {
+                match ready!(self.poll_send_vectored(cx, bufs, &mut wait))? {
+                    0 => return Poll::Ready(Err(io::Error::from(io::ErrorKind::WriteZero))),
+                    n => {
+                        IoSlice::advance_slices(&mut bufs, n);
+                        wait = Wait::entry();
+                    }
+                }
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+
+    /// [`poll_send`](Socket::poll_send) of the bytes of `bufs` with one `sendmsg`: the same
+    /// waits, and the same rule for a short write (less than the total of the slices the
+    /// call could take, [`sys::MAX_SLICES`] at most) as the sign of a full send buffer.
+    fn poll_send_vectored<'a>(
+        &'a self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+        wait: &mut Wait<'a>,
+    ) -> Poll<io::Result<usize>> {
+        // From the first slice with bytes, so that no run of empty slices can use up the
+        // call's `MAX_SLICES` and make a write with bytes to send look like one with none.
+        let Some(first) = bufs.iter().position(|b| !b.is_empty()) else {
+            return Poll::Ready(Ok(0));
+        };
+        let bufs = &bufs[first..];
+        let offered: usize = bufs.iter().take(sys::MAX_SLICES).map(|b| b.len()).sum();
+        let n = ready!(self
+            .io
+            .poll_write_op(cx, wait, |fd| sys::send_vectored(fd.as_fd(), bufs)))?;
+        if n < offered {
+            self.io.clear_writable();
+        }
+        Poll::Ready(Ok(n))
     }
 
     /// `send(MSG_NOSIGNAL)` of a non-empty `buf`, waiting (in `wait`) for writability on

@@ -688,6 +688,82 @@ impl TcpStream {
         self.io.write_all(buf)
     }
 
+    /// Writes the bytes of `bufs`, in order, with one `sendmsg` (a header and a body in one
+    /// syscall, without copying them into one buffer): at most their total, waiting until at
+    /// least one byte can be written; returns how many were. A short count is normal, as with
+    /// [`write`](TcpStream::write); at most [`evloop::sys::socket::MAX_SLICES`] slices go to
+    /// the kernel per call. Slices with no bytes in all return `Ok(0)` at once.
+    ///
+    /// [`evloop::sys::socket::MAX_SLICES`]: crate::sys::socket::MAX_SLICES
+    ///
+    /// # Errors
+    /// As [`write`](TcpStream::write).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let bufs = [IoSlice::new(b"len=5;"), IoSlice::new(b"hello")];
+    /// let n = client.write_vectored(&bufs).await?; // 11 unless the send buffer is full
+    /// let mut got = vec![0u8; n];
+    /// server.read_exact(&mut got).await?;
+    /// assert_eq!(got, &b"len=5;hello"[..n]);
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn write_vectored<'a>(
+        &'a self,
+        bufs: &'a [IoSlice<'a>],
+    ) -> impl Future<Output = io::Result<usize>> + 'a {
+        self.io.write_vectored(bufs)
+    }
+
+    /// Writes all the bytes of `bufs`, in order, one `sendmsg` per partial write (edge case
+    /// 52): what [`write_all`](TcpStream::write_all) does for one buffer, without joining
+    /// the slices first. As with std's `write_all_vectored`, the slices of `bufs` may be
+    /// changed: the one a partial write ended in is advanced past what it sent.
+    ///
+    /// Not cancel-safe: if the future is dropped midway, an unknown prefix was sent.
+    ///
+    /// # Errors
+    /// As [`write`](TcpStream::write); `WriteZero` if the kernel accepts nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// # use evloop::net::{TcpListener, TcpStream};
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// # let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+    /// # let client = TcpStream::connect(listener.local_addr()?).await?;
+    /// # let (server, _) = listener.accept().await?;
+    /// let body = vec![7u8; 1 << 20]; // more than the send buffer holds
+    /// let header = format!("len={};", body.len());
+    /// let expected = header.len() + body.len();
+    /// let writer = evloop::spawn(async move {
+    ///     let mut bufs = [IoSlice::new(header.as_bytes()), IoSlice::new(&body)];
+    ///     client.write_all_vectored(&mut bufs).await
+    /// });
+    /// let mut got = vec![0u8; expected];
+    /// server.read_exact(&mut got).await?;
+    /// assert!(got.starts_with(b"len=1048576;") && got[12..].iter().all(|&b| b == 7));
+    /// writer.await.unwrap()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn write_all_vectored(&self, bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+        self.io.write_all_vectored(bufs).await
+    }
+
     /// Reads as [`read`](TcpStream::read), as a poll function, for code written against `poll_*`
     /// traits (futures-io's or tokio's `AsyncRead`: `docs/15-other-crates.md`): tries `recv`
     /// at once; `Pending` means it said `WouldBlock` and `cx`'s waker will be woken when the
@@ -750,9 +826,10 @@ impl TcpStream {
         self.io.poll_write(cx, buf)
     }
 
-    /// [`poll_write`](TcpStream::poll_write) of the **first non-empty slice** of `bufs` only:
-    /// there is no vectored send without SIGPIPE in `evloop_sys` yet (`writev` could raise
-    /// it, edge case 53). A count short of the total is allowed by `write_vectored`'s contract.
+    /// Writes as [`write_vectored`](TcpStream::write_vectored), as a poll function (see
+    /// [`poll_read`](TcpStream::poll_read)): one `sendmsg(MSG_NOSIGNAL)` of the bytes of
+    /// `bufs`, `Pending` on `WouldBlock`. Slices with no bytes in all are `Ready(Ok(0))`
+    /// without a syscall.
     ///
     /// # Errors
     /// As [`write`](TcpStream::write).
@@ -769,10 +846,10 @@ impl TcpStream {
     /// # let (server, _) = listener.accept().await?;
     /// let bufs = [IoSlice::new(b""), IoSlice::new(b"ab"), IoSlice::new(b"cd")];
     /// let n = std::future::poll_fn(|cx| client.poll_write_vectored(cx, &bufs)).await?;
-    /// assert_eq!(n, 2); // only the first non-empty slice
-    /// let mut buf = [0u8; 2];
+    /// assert_eq!(n, 4); // every slice, in one syscall
+    /// let mut buf = [0u8; 4];
     /// server.read_exact(&mut buf).await?;
-    /// assert_eq!(&buf, b"ab");
+    /// assert_eq!(&buf, b"abcd");
     /// # Ok::<(), std::io::Error>(())
     /// # })??;
     /// # Ok::<(), std::io::Error>(())

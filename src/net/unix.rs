@@ -603,6 +603,64 @@ impl UnixStream {
         self.io.write_all(buf).await
     }
 
+    /// Writes the bytes of `bufs`, in order, with one `sendmsg`: as
+    /// [`TcpStream::write_vectored`](crate::net::TcpStream::write_vectored).
+    ///
+    /// # Errors
+    /// As [`write`](UnixStream::write).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let n = a.write_vectored(&[IoSlice::new(b"hello, "), IoSlice::new(b"world")]).await?;
+    /// assert_eq!(n, 12);
+    /// let mut buf = [0u8; 12];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"hello, world");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn write_vectored<'a>(
+        &'a self,
+        bufs: &'a [IoSlice<'a>],
+    ) -> impl std::future::Future<Output = io::Result<usize>> + 'a {
+        self.io.write_vectored(bufs)
+    }
+
+    /// Writes all the bytes of `bufs` in order, one `sendmsg` per partial write: as
+    /// [`TcpStream::write_all_vectored`](crate::net::TcpStream::write_all_vectored). Not
+    /// cancel-safe (an unknown prefix may have been sent).
+    ///
+    /// # Errors
+    /// As [`write`](UnixStream::write); `WriteZero` if the kernel accepts nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// use evloop::net::UnixStream;
+    /// # let event_loop = evloop::EventLoop::new()?;
+    /// # event_loop.run_until_complete(async {
+    /// let (a, b) = UnixStream::pair()?;
+    /// let mut bufs = [IoSlice::new(b"head,"), IoSlice::new(b""), IoSlice::new(b"body")];
+    /// a.write_all_vectored(&mut bufs).await?;
+    /// let mut buf = [0u8; 9];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"head,body");
+    /// # Ok::<(), std::io::Error>(())
+    /// # })??;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn write_all_vectored(&self, bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+        self.io.write_all_vectored(bufs).await
+    }
+
     /// Reads as [`read`](UnixStream::read), as a poll function, for code written against `poll_*`
     /// traits (futures-io's or tokio's `AsyncRead`: `docs/15-other-crates.md`): tries `recv`
     /// at once; `Pending` means it said `WouldBlock` and `cx`'s waker will be woken when the
@@ -664,9 +722,9 @@ impl UnixStream {
         self.io.poll_write(cx, buf)
     }
 
-    /// [`poll_write`](UnixStream::poll_write) of the **first non-empty slice** of `bufs` only:
-    /// there is no vectored send without SIGPIPE in `evloop_sys` yet (`writev` could raise
-    /// it, edge case 53). A count short of the total is allowed by `write_vectored`'s contract.
+    /// Writes as [`write_vectored`](UnixStream::write_vectored), as a poll function: one
+    /// `sendmsg` of the bytes of `bufs`, `Pending` on `WouldBlock`. Slices with no bytes in
+    /// all are `Ready(Ok(0))` without a syscall.
     ///
     /// # Errors
     /// As [`write`](UnixStream::write).
@@ -682,10 +740,10 @@ impl UnixStream {
     /// let (a, b) = UnixStream::pair()?;
     /// let bufs = [IoSlice::new(b""), IoSlice::new(b"ab"), IoSlice::new(b"cd")];
     /// let n = poll_fn(|cx| a.poll_write_vectored(cx, &bufs)).await?;
-    /// assert_eq!(n, 2); // "ab" only: the first non-empty slice
-    /// let mut buf = [0u8; 2];
+    /// assert_eq!(n, 4); // every slice, in one syscall
+    /// let mut buf = [0u8; 4];
     /// b.read_exact(&mut buf).await?;
-    /// assert_eq!(&buf, b"ab");
+    /// assert_eq!(&buf, b"abcd");
     /// # Ok::<(), std::io::Error>(())
     /// # })??;
     /// # Ok::<(), std::io::Error>(())
