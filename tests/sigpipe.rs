@@ -1,12 +1,13 @@
 //! edge case 53 with SIGPIPE at its *default* disposition (terminate): Rust's runtime
 //! ignores SIGPIPE before `main`, which would hide a missing `MSG_NOSIGNAL`/`SO_NOSIGPIPE`.
 //! This binary restores `SIG_DFL` first (process-wide, hence a test binary of its own), then
-//! writes to a closed peer on every backend: the write must fail with `BrokenPipe` or
-//! `ConnectionReset`, and the process must survive to report it.
+//! writes to a closed peer on every backend (a plain write and a vectored one): the write
+//! must fail with `BrokenPipe` or `ConnectionReset`, and the process must survive to report
+//! it.
 
 mod common;
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::Shutdown;
 use std::sync::Once;
 use std::time::Duration;
@@ -66,6 +67,24 @@ per_backend! {
                 // The kernel answers EPIPE at once, and would raise SIGPIPE without
                 // MSG_NOSIGNAL / SO_NOSIGPIPE.
                 Ok::<_, io::Error>(client.write(b"x").await.unwrap_err())
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{err}");
+    }
+
+    fn a_vectored_write_after_our_own_shutdown_with_default_sigpipe_is_broken_pipe(backend: Backend) {
+        restore_default_sigpipe();
+        let lp = new_loop(backend);
+        let err = lp
+            .run_until_complete(async {
+                let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap())?;
+                let client = TcpStream::connect(listener.local_addr()?).await?;
+                let (_server, _) = listener.accept().await?;
+                client.shutdown(Shutdown::Write)?;
+                // `sendmsg` with MSG_NOSIGNAL: a `writev` here would end the process.
+                let bufs = [IoSlice::new(b"head"), IoSlice::new(b"body")];
+                Ok::<_, io::Error>(client.write_vectored(&bufs).await.unwrap_err())
             })
             .unwrap()
             .unwrap();

@@ -1,7 +1,7 @@
 //! Owned halves on every backend: `into_split` with a reader task and a writer task echoing
-//! through a server (TCP and Unix), dropping the write half shuts down writing (and `forget`
-//! does not), `reunite` gives the stream back, and reuniting halves of different streams errs
-//! and returns both halves.
+//! through a server (TCP and Unix), vectored writes through the write half, dropping the write
+//! half shuts down writing (and `forget` does not), `reunite` gives the stream back, and
+//! reuniting halves of different streams errs and returns both halves.
 
 mod common;
 
@@ -113,6 +113,41 @@ per_backend! {
                 }
             }
             assert!(rest.is_empty(), "EOF after poll_shutdown");
+            Ok::<(), io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+
+    fn vectored_writes_through_the_write_half(backend: Backend) {
+        use std::io::IoSlice;
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            let (a, b) = UnixStream::pair()?;
+            let (_read, write) = a.into_split();
+            let n = write.write_vectored(&[IoSlice::new(b"ab"), IoSlice::new(b"cd")]).await?;
+            assert_eq!(n, 4);
+            let n = std::future::poll_fn(|cx| {
+                write.poll_write_vectored(cx, &[IoSlice::new(b""), IoSlice::new(b"ef")])
+            })
+            .await?;
+            assert_eq!(n, 2);
+            let big = vec![9u8; LEN];
+            let writer = evloop::spawn(async move {
+                write.write_all_vectored(&mut [IoSlice::new(b"gh"), IoSlice::new(&big)]).await
+                // the write half goes here: the peer reads EOF
+            });
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                match b.read(&mut buf).await? {
+                    0 => break,
+                    n => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            writer.await.unwrap()?;
+            assert_eq!(&got[..8], b"abcdefgh");
+            assert!(got.len() == 8 + LEN && got[8..].iter().all(|&x| x == 9));
             Ok::<(), io::Error>(())
         })
         .unwrap()

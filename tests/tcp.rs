@@ -1,7 +1,8 @@
-//! TCP on every backend: echo, 16 MiB with partial writes, half-close, reset, refused and
-//! timed-out connects, 1,000 connections, cancelled reads, writes to a closed peer, and the
-//! steady-state promises (no interest change per read; against a client on another thread,
-//! one iteration and no `EAGAIN` per echoed message). Loopback only (127.0.0.1).
+//! TCP on every backend: echo, 16 MiB with partial writes, vectored writes, half-close, reset,
+//! refused and timed-out connects, 1,000 connections, cancelled reads, writes to a closed
+//! peer, and the steady-state promises (no interest change per read; against a client on
+//! another thread, one iteration and no `EAGAIN` per echoed message). Loopback only
+//! (127.0.0.1).
 //!
 //! The 1,000-connection test holds ~2,000 fds; the others take a shared lock it takes
 //! exclusively, so that `select-strict` tests (fds below 1024 only) never run beside it.
@@ -9,7 +10,7 @@
 mod common;
 
 use std::future::Future;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
@@ -68,6 +69,71 @@ per_backend! {
         .unwrap()
         .unwrap();
         assert_eq!(lp.stats().fds, 0, "every reader and writer is gone");
+    }
+
+    fn vectored_writes_send_every_slice_in_order_with_one_call_each(backend: Backend) {
+        let _g = shared();
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            let listener = TcpListener::bind(any_port())?;
+            let client = TcpStream::connect(listener.local_addr()?).await?;
+            let (server, _) = listener.accept().await?;
+            let mut got = vec![0u8; 16];
+            // One call takes every slice, empty ones anywhere among them.
+            let request = [
+                IoSlice::new(b""),
+                IoSlice::new(b"GET / "),
+                IoSlice::new(b""),
+                IoSlice::new(b"HTTP/1.1\r\n"),
+                IoSlice::new(b""),
+            ];
+            assert_eq!(client.write_vectored(&request).await?, 16);
+            server.read_exact(&mut got).await?;
+            assert_eq!(got, b"GET / HTTP/1.1\r\n");
+            // No bytes in all: nothing to write, at once, not an error.
+            assert_eq!(client.write_vectored(&[IoSlice::new(b""); 3]).await?, 0);
+            assert_eq!(client.write_vectored(&[]).await?, 0);
+            client.write_all_vectored(&mut [IoSlice::new(b""), IoSlice::new(b"")]).await?;
+            // More empty slices in front than one call passes to the kernel: the byte behind
+            // them is still sent, not taken for "nothing to write".
+            let mut padded = vec![IoSlice::new(b""); 1500];
+            padded.push(IoSlice::new(b"!"));
+            assert_eq!(client.write_vectored(&padded).await?, 1);
+            // More slices with bytes than one call passes: the first call sends the first
+            // MAX_SLICES of them, and write_all_vectored sends the rest, in order.
+            let bytes: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+            let ones: Vec<IoSlice> = bytes.chunks(1).map(IoSlice::new).collect();
+            let first = client.write_vectored(&ones).await?;
+            assert_eq!(first, evloop::sys::socket::MAX_SLICES);
+            let mut rest: Vec<IoSlice> = bytes[first..].chunks(1).map(IoSlice::new).collect();
+            client.write_all_vectored(&mut rest).await?;
+            let mut all = vec![0u8; 1 + bytes.len()];
+            server.read_exact(&mut all).await?;
+            assert_eq!(all[0], b'!');
+            assert_eq!(&all[1..], &bytes[..]);
+            // Slices much larger than the send buffer: partial writes, waits, and the slice a
+            // partial write ended in resumed where it stopped.
+            let parts: Vec<Vec<u8>> = (0..3u8).map(|k| vec![k + 1; 3 << 20]).collect();
+            let expected: Vec<u8> = parts.concat();
+            let writer = evloop::spawn(async move {
+                let mut bufs: Vec<IoSlice> = parts.iter().map(|p| IoSlice::new(p)).collect();
+                client.write_all_vectored(&mut bufs).await?;
+                client.shutdown(Shutdown::Write)
+            });
+            let mut received = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                match server.read(&mut buf).await? {
+                    0 => break,
+                    n => received.extend_from_slice(&buf[..n]),
+                }
+            }
+            writer.await.unwrap()?;
+            assert!(received == expected, "9 MiB in order ({} bytes came)", received.len());
+            Ok::<(), io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
     }
 
     fn sixteen_mib_through_one_connection_keep_their_order(backend: Backend) {
@@ -453,19 +519,22 @@ per_backend! {
         // (recv, send), and its next read finds the socket drained (the recv was short) and
         // waits without a syscall. So one iteration, one event, two callbacks (the reader and
         // the task step), and no recv or send answering EAGAIN: libev's three syscalls.
+        // The same with the echo written back as two slices in one `sendmsg`.
         let _g = shared();
-        let lp = new_loop(backend);
-        let (messages, a, b) = steady_echo_stats(&lp, EchoApi::Async);
-        assert_eq!(b.reads_would_block - a.reads_would_block, 0, "recv answering EAGAIN");
-        assert_eq!(b.writes_would_block - a.writes_would_block, 0, "send answering EAGAIN");
-        assert_eq!(
-            b.iterations - a.iterations,
-            messages,
-            "one iteration per round trip: the task woken by its reader runs in the same pass"
-        );
-        assert_eq!(b.events - a.events, messages, "one readiness report per message");
-        assert_eq!(b.callbacks_run - a.callbacks_run, 2 * messages, "reader + task step");
-        assert_eq!(b.interest_changes - a.interest_changes, 0);
+        for api in [EchoApi::Async, EchoApi::Vectored] {
+            let lp = new_loop(backend);
+            let (messages, a, b) = steady_echo_stats(&lp, api);
+            assert_eq!(b.reads_would_block - a.reads_would_block, 0, "recv answering EAGAIN");
+            assert_eq!(b.writes_would_block - a.writes_would_block, 0, "send answering EAGAIN");
+            assert_eq!(
+                b.iterations - a.iterations,
+                messages,
+                "one iteration per round trip: the task woken by its reader runs in the same pass"
+            );
+            assert_eq!(b.events - a.events, messages, "one readiness report per message");
+            assert_eq!(b.callbacks_run - a.callbacks_run, 2 * messages, "reader + task step");
+            assert_eq!(b.interest_changes - a.interest_changes, 0);
+        }
     }
 
     fn writing_to_a_closed_peer_is_an_error_not_a_signal(backend: Backend) {

@@ -1,7 +1,7 @@
 //! Unix-domain sockets on every backend: paths too long refused with nothing created, stream
 //! echo over a path, the stale-socket-file policy at bind, Linux abstract names, datagram
 //! pairs with truncation and unnamed senders, connect while the backlog is full, cancelled
-//! reads (edge cases 51, 57, 58, 65). Every path is inside a `tempfile::tempdir()`.
+//! reads, vectored writes (edge cases 51, 53, 57, 58, 65). Every path is inside a `tempfile::tempdir()`.
 
 mod common;
 
@@ -205,6 +205,35 @@ per_backend! {
                 .expect("the connect completes once the backlog has room")
                 .unwrap()?;
             assert!(client.peer_addr()?.as_pathname().is_some());
+            Ok::<(), io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+
+    fn vectored_writes_on_a_stream_pair_and_to_a_closed_peer(backend: Backend) {
+        use std::io::IoSlice;
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            let (a, b) = UnixStream::pair()?;
+            let n = a.write_vectored(&[IoSlice::new(b"one "), IoSlice::new(b"two")]).await?;
+            assert_eq!(n, 7);
+            let parts: Vec<Vec<u8>> = (1..=4u8).map(|k| vec![k; 300_000]).collect();
+            let expected = parts.concat();
+            let writer = evloop::spawn(async move {
+                let mut bufs: Vec<IoSlice> = parts.iter().map(|p| IoSlice::new(p)).collect();
+                a.write_all_vectored(&mut bufs).await?;
+                Ok::<_, io::Error>(a)
+            });
+            let mut got = vec![0u8; 7 + expected.len()];
+            b.read_exact(&mut got).await?;
+            assert_eq!(&got[..7], b"one two");
+            assert!(got[7..] == expected[..], "1.2 MB in order");
+            let a = writer.await.unwrap()?;
+            // A closed peer: an error, never SIGPIPE.
+            drop(b);
+            let err = a.write_vectored(&[IoSlice::new(b"x")]).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{err}");
             Ok::<(), io::Error>(())
         })
         .unwrap()

@@ -35,4 +35,9 @@ per_backend! {
         let n = steady_echo_allocations(backend, EchoApi::Poll);
         assert_eq!(n, 0, "{n} allocations for {} echoed messages", ROUNDS - 2 * WARM_UP);
     }
+
+    fn a_vectored_echoed_message_allocates_nothing(backend: Backend) {
+        let n = steady_echo_allocations(backend, EchoApi::Vectored);
+        assert_eq!(n, 0, "{n} allocations for {} echoed messages", ROUNDS - 2 * WARM_UP);
+    }
 }

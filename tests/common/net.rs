@@ -3,7 +3,7 @@
 //! server on the loop, its ping-pong client on a thread of its own).
 
 use std::future::poll_fn;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -69,6 +69,9 @@ pub enum EchoApi {
     Async,
     /// `poll_read` and `poll_write`, as a poll-based caller (an `AsyncRead` adapter) does.
     Poll,
+    /// `read(buf).await`, and `write_all_vectored` of the message in two slices (its halves),
+    /// as a header and a body go out.
+    Vectored,
 }
 
 /// Round trips of [`steady_echo_stats`], and how many of them at each end are warm-up.
@@ -113,7 +116,7 @@ pub async fn serve_steady_echo<T: 'static>(
         let mut messages = 0;
         loop {
             let n = match api {
-                EchoApi::Async => stream.read(&mut buf).await?,
+                EchoApi::Async | EchoApi::Vectored => stream.read(&mut buf).await?,
                 EchoApi::Poll => poll_fn(|cx| stream.poll_read(cx, &mut buf)).await?,
             };
             if n == 0 {
@@ -130,6 +133,11 @@ pub async fn serve_steady_echo<T: 'static>(
                     while done < n {
                         done += poll_fn(|cx| stream.poll_write(cx, &buf[done..n])).await?;
                     }
+                }
+                EchoApi::Vectored => {
+                    let (head, body) = buf[..n].split_at(n / 2);
+                    let mut slices = [IoSlice::new(head), IoSlice::new(body)];
+                    stream.write_all_vectored(&mut slices).await?;
                 }
             }
             messages += 1;
