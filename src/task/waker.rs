@@ -136,6 +136,22 @@ pub(crate) fn wake_task(inner: &Inner, key: Key) {
     }
 }
 
+/// The `Waker` of a task waker: the one place a task's `Waker` is made.
+///
+/// `Waker::from` builds the waker's vtable from a constant inside a generic function of std,
+/// and the compiler may emit a copy of it in every part of the crate that calls that function
+/// for `TaskWaker` (an optimised build splits the crate into several). Two wakers of one task
+/// could then have two vtable addresses, and `Waker::will_wake`, which compares the data
+/// pointer and the vtable's address, would say they differ: a sleep polled again by its own
+/// task re-armed its timer, and a promise kept a second waker of the same task on each
+/// spurious poll. Made here only, with no inlining into the callers, the vtable has one
+/// address (`tests/tasks.rs`, `a_sleep_polled_again_by_its_own_task_keeps_its_timer`,
+/// checks it in a release build as well).
+#[inline(never)]
+fn waker_of(waker: Arc<TaskWaker>) -> Waker {
+    Waker::from(waker)
+}
+
 /// The most wakers the pool keeps (besides the spare).
 const POOL_MAX: usize = 1024;
 
@@ -181,7 +197,7 @@ impl TaskWaker {
                 w.loop_id = key.loop_id;
                 *w.slot.get_mut() = pack(key);
                 w.remote = remote.clone();
-                return (Waker::from(arc.clone()), arc);
+                return (waker_of(arc.clone()), arc);
             }
         }
         let arc = Arc::new(TaskWaker {
@@ -190,13 +206,13 @@ impl TaskWaker {
             owner: this_thread(),
             remote: remote.clone(),
         });
-        (Waker::from(arc.clone()), arc)
+        (waker_of(arc.clone()), arc)
     }
 
     /// The waker a task kept (a future stored a clone), made ready for another step.
     #[inline]
     pub(crate) fn resume(kept: Arc<TaskWaker>) -> WakerPair {
-        (Waker::from(kept.clone()), kept)
+        (waker_of(kept.clone()), kept)
     }
 
     /// Whether nobody but `pair` holds this waker (no future kept a clone).
