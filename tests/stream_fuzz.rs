@@ -8,9 +8,11 @@
 //! (asyncio's `StreamReader` and `StreamWriter`). Each of the eight directions gets a writer
 //! task and a reader task with a program of its own, drawn from the seed:
 //!
-//! - the writer's ops: `write` (one call, which may write part of the buffer), `write_all`, a
-//!   `write` raced against `timeout(0)` (if the timeout wins, the cancelled write must have
-//!   written nothing), a yield, a short sleep; then it shuts down its direction;
+//! - the writer's ops: `write` (one call, which may write part of the buffer), `write_all`,
+//!   `write_vectored` and `write_all_vectored` of the buffer cut into random slices (empty
+//!   ones among them), a `write` raced against `timeout(0)` (if the timeout wins, the
+//!   cancelled write must have written nothing), a yield, a short sleep; then it shuts down
+//!   its direction;
 //! - the reader's ops: `read` into buffers of random sizes, a `read` raced against
 //!   `timeout(0)` (a cancelled read must have consumed nothing), a yield, a short sleep; then it
 //!   reads until end of file;
@@ -41,7 +43,7 @@ mod common;
 
 use std::cell::RefCell;
 use std::fmt;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::Shutdown;
 use std::rc::Rc;
 use std::time::Duration;
@@ -86,6 +88,10 @@ fn fill_pattern(buf: &mut Vec<u8>, dir: u64, at: u64, len: usize) {
 enum WriteOp {
     Write(usize),
     WriteAll(usize),
+    /// `write_vectored` of the buffer cut into slices ([`slices`], from the seed given).
+    WriteVectored(usize, u64),
+    /// `write_all_vectored` of the buffer cut into slices.
+    WriteAllVectored(usize, u64),
     /// `write` raced against `timeout(0)`.
     TryWrite(usize),
     Yield,
@@ -114,11 +120,13 @@ fn size(rng: &mut Rng, sizes: &[usize]) -> usize {
 fn write_program(rng: &mut Rng) -> Vec<WriteOp> {
     program(rng, |rng| {
         let len = size(rng, &WRITE_SIZES);
-        match rng.below(20) {
+        match rng.below(24) {
             0..=6 => WriteOp::Write(len),
             7..=10 => WriteOp::WriteAll(len),
-            11..=13 => WriteOp::TryWrite(len),
-            14..=18 => WriteOp::Yield,
+            11..=12 => WriteOp::WriteVectored(len, rng.next_u64()),
+            13..=14 => WriteOp::WriteAllVectored(len, rng.next_u64()),
+            15..=17 => WriteOp::TryWrite(len),
+            18..=22 => WriteOp::Yield,
             _ => WriteOp::SleepUs(rng.below(300)),
         }
     })
@@ -134,6 +142,23 @@ fn read_program(rng: &mut Rng) -> Vec<ReadOp> {
             _ => ReadOp::SleepUs(rng.below(300)),
         }
     })
+}
+
+/// `buf` cut into up to seven slices at points drawn from `seed`, in order: cuts may
+/// coincide or fall at either end, so empty slices come anywhere.
+fn slices(buf: &[u8], seed: u64) -> Vec<IoSlice<'_>> {
+    let mut rng = Rng::new(seed);
+    let mut cuts: Vec<usize> = (0..rng.below(7))
+        .map(|_| rng.below(buf.len() as u64 + 1) as usize)
+        .collect();
+    cuts.sort_unstable();
+    let mut start = 0;
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    for cut in cuts.into_iter().chain([buf.len()]) {
+        out.push(IoSlice::new(&buf[start..cut]));
+        start = cut;
+    }
+    out
 }
 
 /// The reading side of one direction.
@@ -174,6 +199,22 @@ impl Writer {
             Writer::Unix(s) => s.write_all(buf).await,
             Writer::Tcp(s) => s.write_all(buf).await,
             Writer::Half(h) => h.write_all(buf).await,
+        }
+    }
+
+    async fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Writer::Unix(s) => s.write_vectored(bufs).await,
+            Writer::Tcp(s) => s.write_vectored(bufs).await,
+            Writer::Half(h) => h.write_vectored(bufs).await,
+        }
+    }
+
+    async fn write_all_vectored(&self, bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+        match self {
+            Writer::Unix(s) => s.write_all_vectored(bufs).await,
+            Writer::Tcp(s) => s.write_all_vectored(bufs).await,
+            Writer::Half(h) => h.write_all_vectored(bufs).await,
         }
     }
 
@@ -227,6 +268,19 @@ async fn writer(dir: u64, w: Writer, ops: Vec<WriteOp>, p: Shared) -> Result<(),
                 w.write_all(&buf)
                     .await
                     .map_err(|e| format!("write_all: {e}"))?;
+                len
+            }
+            WriteOp::WriteVectored(len, seed) => {
+                fill(len);
+                w.write_vectored(&slices(&buf, seed))
+                    .await
+                    .map_err(|e| format!("write_vectored: {e}"))?
+            }
+            WriteOp::WriteAllVectored(len, seed) => {
+                fill(len);
+                w.write_all_vectored(&mut slices(&buf, seed))
+                    .await
+                    .map_err(|e| format!("write_all_vectored: {e}"))?;
                 len
             }
             WriteOp::TryWrite(len) => {
