@@ -14,12 +14,6 @@ use std::time::Duration;
 use common::*;
 use evloop::net::UdpSocket;
 
-/// `EMSGSIZE`: "message too long" (the `libc` crate is not a dependency of these tests).
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const EMSGSIZE: i32 = 90;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-const EMSGSIZE: i32 = 40;
-
 /// A 127.0.0.1 port with nothing bound to it: bind a socket, note its port, close it.
 fn dead_port() -> SocketAddr {
     let s = std::net::UdpSocket::bind(any_port()).unwrap();

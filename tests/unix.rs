@@ -240,6 +240,29 @@ per_backend! {
         .unwrap();
     }
 
+    fn edge_57_a_unix_datagram_larger_than_the_send_buffer_fails_its_send(backend: Backend) {
+        let lp = new_loop(backend);
+        lp.run_until_complete(async {
+            let (a, b) = UnixDatagram::pair()?;
+            // A datagram goes whole or not at all: one larger than the socket's send buffer
+            // can never go, so the kernel refuses it at once (EMSGSIZE) and the send must
+            // fail, not wait for writability that would never make room.
+            let huge = vec![1u8; 4 << 20];
+            let err = evloop::timeout(Duration::from_secs(5), a.send(&huge))
+                .await
+                .expect("refused at once, not waited on")
+                .unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(EMSGSIZE), "{err}");
+            a.send(b"after").await?;
+            let mut buf = [0u8; 8];
+            assert_eq!(b.recv(&mut buf).await?, 5);
+            assert_eq!(&buf[..5], b"after");
+            Ok::<(), io::Error>(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+
     fn edge_65_cancelling_a_task_blocked_in_read_removes_its_interest(backend: Backend) {
         let lp = new_loop(backend);
         let (a, b) = lp.run_until_complete(async { UnixStream::pair() }).unwrap().unwrap();

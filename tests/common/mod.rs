@@ -197,6 +197,13 @@ pub fn open_fds() -> usize {
         .unwrap_or(0)
 }
 
+/// `EMSGSIZE`, "message too long", as `raw_os_error` gives it (the `libc` crate is not a
+/// dependency of the tests).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub const EMSGSIZE: i32 = 90;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub const EMSGSIZE: i32 = 40;
+
 /// The text of a panic payload (`&str` or `String`).
 pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
