@@ -143,8 +143,8 @@ pub(crate) fn wake_task(inner: &Inner, key: Key) {
 /// for `TaskWaker` (an optimised build splits the crate into several). Two wakers of one task
 /// could then have two vtable addresses, and `Waker::will_wake`, which compares the data
 /// pointer and the vtable's address, would say they differ: a sleep polled again by its own
-/// task re-armed its timer, and a promise kept a second waker of the same task on each
-/// spurious poll. Made here only, with no inlining into the callers, the vtable has one
+/// task re-armed its timer, and whatever keeps a waker unless one `will_wake` (a promise's
+/// waiters) could keep a second one of the same task. Made here only, with no inlining into the callers, the vtable has one
 /// address (`tests/tasks.rs`, `a_sleep_polled_again_by_its_own_task_keeps_its_timer`,
 /// checks it in a release build as well).
 #[inline(never)]
