@@ -538,53 +538,30 @@ per_backend! {
             );
             // The sync primitives' waits and an mpsc send, each once at once and once after
             // waiting: the second poll panics with one message.
-            const AGAIN: &str = "a sync future was polled again after it completed";
             let semaphore = Semaphore::new(1);
-            let mut acquire = pin!(semaphore.acquire());
-            let permit = acquire.as_mut().await;
-            assert_eq!(poll_again(&mut acquire).unwrap_err(), AGAIN);
+            let permit = done_then_polled_again(semaphore.acquire()).await;
             assert_eq!(semaphore.available_permits(), 0, "no second permit taken");
             let mut waiting = pin!(semaphore.acquire());
             assert!(poll_again(&mut waiting).unwrap().is_pending());
             drop(permit);
-            let _permit = waiting.as_mut().await;
-            assert_eq!(poll_again(&mut waiting).unwrap_err(), AGAIN);
+            let _permit = done_then_polled_again(waiting).await;
             let event = Event::new();
             event.set();
-            let mut wait = pin!(event.wait());
-            wait.as_mut().await;
-            assert_eq!(poll_again(&mut wait).unwrap_err(), AGAIN);
+            done_then_polled_again(event.wait()).await;
             let queue = Queue::new(1);
-            let mut put = pin!(queue.put(1u8));
-            put.as_mut().await;
-            assert_eq!(poll_again(&mut put).unwrap_err(), AGAIN);
-            let mut get = pin!(queue.get());
-            assert_eq!(get.as_mut().await, 1);
-            assert_eq!(poll_again(&mut get).unwrap_err(), AGAIN);
-            let barrier = Barrier::new(1);
-            let mut through = pin!(barrier.wait());
-            through.as_mut().await;
-            assert_eq!(poll_again(&mut through).unwrap_err(), AGAIN);
+            done_then_polled_again(queue.put(1u8)).await;
+            assert_eq!(done_then_polled_again(queue.get()).await, 1);
+            done_then_polled_again(Barrier::new(1).wait()).await;
             let notify = Notify::new();
             notify.notify_one();
-            let mut notified = pin!(notify.notified());
-            notified.as_mut().await;
-            assert_eq!(poll_again(&mut notified).unwrap_err(), AGAIN);
+            done_then_polled_again(notify.notified()).await;
             let mutex = Mutex::new(0u8);
-            let mut lock = pin!(mutex.lock());
-            drop(lock.as_mut().await);
-            assert_eq!(poll_again(&mut lock).unwrap_err(), AGAIN);
+            drop(done_then_polled_again(mutex.lock()).await);
             let rwlock = RwLock::new(0u8);
-            let mut read = pin!(rwlock.read());
-            drop(read.as_mut().await);
-            assert_eq!(poll_again(&mut read).unwrap_err(), AGAIN);
-            let mut write = pin!(rwlock.write());
-            drop(write.as_mut().await);
-            assert_eq!(poll_again(&mut write).unwrap_err(), AGAIN);
+            drop(done_then_polled_again(rwlock.read()).await);
+            drop(done_then_polled_again(rwlock.write()).await);
             let (tx, mut rx) = mpsc::bounded(1);
-            let mut send = pin!(tx.send(3u8));
-            send.as_mut().await.unwrap();
-            assert_eq!(poll_again(&mut send).unwrap_err(), AGAIN);
+            done_then_polled_again(tx.send(3u8)).await.unwrap();
             assert_eq!(rx.recv().await, Some(3), "sent once, not twice");
             assert!(rx.try_recv().is_err());
             // A oneshot receiver that gave its value answers `RecvError`, at once.
@@ -683,6 +660,18 @@ fn spawn_outside_a_running_loop_panics_with_advice() {
     .unwrap_err();
     let msg = panic_message(err);
     assert!(msg.contains("outside a running event loop"), "{msg}");
+}
+
+/// Awaits `future`, then polls it once more: a sync future must panic with its one message.
+/// Returns what the await gave.
+async fn done_then_polled_again<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let output = future.as_mut().await;
+    match poll_again(&mut future) {
+        Err(message) => assert_eq!(message, "a sync future was polled again after it completed"),
+        Ok(_) => panic!("polled again after its result, it answered instead of panicking"),
+    }
+    output
 }
 
 /// Polls `future` once more with a waker that does nothing: what it answers, or the message
