@@ -137,17 +137,12 @@ per_backend! {
                 write.write_all_vectored(&mut [IoSlice::new(b"gh"), IoSlice::new(&big)]).await
                 // the write half goes here: the peer reads EOF
             });
-            let mut got = Vec::new();
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                match b.read(&mut buf).await? {
-                    0 => break,
-                    n => got.extend_from_slice(&buf[..n]),
-                }
-            }
+            let mut got = vec![0u8; 8 + LEN];
+            b.read_exact(&mut got).await?;
+            assert_eq!(b.read(&mut [0u8; 1]).await?, 0, "end of stream after the last slice");
             writer.await.unwrap()?;
             assert_eq!(&got[..8], b"abcdefgh");
-            assert!(got.len() == 8 + LEN && got[8..].iter().all(|&x| x == 9));
+            assert!(got[8..].iter().all(|&x| x == 9));
             Ok::<(), io::Error>(())
         })
         .unwrap()

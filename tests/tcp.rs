@@ -120,16 +120,11 @@ per_backend! {
                 client.write_all_vectored(&mut bufs).await?;
                 client.shutdown(Shutdown::Write)
             });
-            let mut received = Vec::new();
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                match server.read(&mut buf).await? {
-                    0 => break,
-                    n => received.extend_from_slice(&buf[..n]),
-                }
-            }
+            let mut received = vec![0u8; expected.len()];
+            server.read_exact(&mut received).await?;
+            assert_eq!(server.read(&mut [0u8; 1]).await?, 0, "end of stream after 9 MiB");
             writer.await.unwrap()?;
-            assert!(received == expected, "9 MiB in order ({} bytes came)", received.len());
+            assert!(received == expected, "9 MiB in order");
             Ok::<(), io::Error>(())
         })
         .unwrap()
