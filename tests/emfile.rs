@@ -26,25 +26,21 @@ use std::time::{Duration, Instant};
 use common::*;
 use evloop::net::TcpListener;
 
+/// Names the case and the backend to the child: `emfile:BACKEND` or `limit:BACKEND`.
 const CHILD_ENV: &str = "EVLOOP_EMFILE_CHILD";
-const LIMIT_CHILD_ENV: &str = "EVLOOP_NOFILE_LIMIT_CHILD";
 
 #[test]
 fn child_case() {
-    let Ok(name) = std::env::var(CHILD_ENV) else {
+    let Ok(value) = std::env::var(CHILD_ENV) else {
         return; // the parent's run of this test: nothing to do
     };
-    let backend: Backend = name.parse().unwrap();
-    emfile_case(backend);
-}
-
-#[test]
-fn limit_child_case() {
-    let Ok(name) = std::env::var(LIMIT_CHILD_ENV) else {
-        return; // the parent's run of this test: nothing to do
-    };
-    let backend: Backend = name.parse().unwrap();
-    limit_below_the_watched_case(backend);
+    let (case, backend) = value.split_once(':').expect("CASE:BACKEND");
+    let backend: Backend = backend.parse().unwrap();
+    match case {
+        "emfile" => emfile_case(backend),
+        "limit" => limit_below_the_watched_case(backend),
+        other => panic!("no child case {other}"),
+    }
 }
 
 fn emfile_case(backend: Backend) {
@@ -155,16 +151,15 @@ fn limit_below_the_watched_case(backend: Backend) {
     eprintln!("nofile limit[{backend}]: checked");
 }
 
-/// Re-runs this binary for `backend`'s run of the child test `test` (`env` names the backend
-/// to it); fails if it fails, does not end within 30 s (a synchronous busy loop would starve
+/// Re-runs this binary's `child_case` for `case` on `backend`; fails if it fails, does not end within 30 s (a synchronous busy loop would starve
 /// even the watchdog timer, so the parent kills it), or did not print `ran`.
-fn run_child(backend: Backend, test: &str, env: &str, ran: &str) {
+fn run_child(backend: Backend, case: &str, ran: &str) {
     use std::io::{Read, Seek};
     let exe = std::env::current_exe().unwrap();
     let mut log = tempfile::tempfile().unwrap();
     let mut child = Command::new(exe)
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(env, backend.name())
+        .args(["--exact", "child_case", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{case}:{}", backend.name()))
         .stdout(Stdio::null())
         .stderr(Stdio::from(log.try_clone().unwrap()))
         .spawn()
@@ -193,10 +188,10 @@ fn run_child(backend: Backend, test: &str, env: &str, ran: &str) {
 
 per_backend! {
     fn accept_out_of_fds_reports_the_error_without_a_busy_loop(backend: Backend) {
-        run_child(backend, "child_case", CHILD_ENV, "EMFILE errors");
+        run_child(backend, "emfile", "EMFILE errors");
     }
 
     fn edge_7_a_limit_lowered_below_the_watched_fds_is_explained_and_survived(backend: Backend) {
-        run_child(backend, "limit_child_case", LIMIT_CHILD_ENV, "nofile limit");
+        run_child(backend, "limit", "nofile limit");
     }
 }
