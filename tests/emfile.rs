@@ -151,8 +151,9 @@ fn limit_below_the_watched_case(backend: Backend) {
     eprintln!("nofile limit[{backend}]: checked");
 }
 
-/// Re-runs this binary's `child_case` for `case` on `backend`; fails if it fails, does not end within 30 s (a synchronous busy loop would starve
-/// even the watchdog timer, so the parent kills it), or did not print `ran`.
+/// Re-runs this binary's `child_case` for `case` on `backend`; fails if it fails, does not end
+/// within 30 s (a synchronous busy loop would starve even the watchdog timer, so the parent
+/// kills it), or did not print `ran`.
 fn run_child(backend: Backend, case: &str, ran: &str) {
     use std::io::{Read, Seek};
     let exe = std::env::current_exe().unwrap();
